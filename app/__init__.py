@@ -1,0 +1,1 @@
+"""ocrserve front end: REST API, CLI entry point. Never imports torch."""

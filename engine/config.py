@@ -1,0 +1,44 @@
+"""Engine configuration: what the operator chooses. Values found at run time
+(number of KV slots, EOS ids, context length of the loaded model) live on the
+objects that found them, never written back here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEDULE_POLICIES = ("fcfs", "lpm")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    model: str                          # built-in name, HF checkpoint folder, or .gguf path
+    kv_tokens: int | None = None        # KV pool budget in tokens, or ...
+    kv_memory_bytes: int | None = None  # ... in bytes (K and V, all layers)
+    context_length: int | None = None   # default: the model's own (capped by the pool)
+    max_prefill_tokens: int = 512       # chunked-prefill token budget per step
+    max_running_requests: int = 64
+    schedule_policy: str = "fcfs"       # "lpm": longest cached prefix first
+    enable_prefix_cache: bool = True
+    share_prefix_cache_across_tenants: bool = False
+    num_threads: int | None = None      # torch intra-op threads; None leaves torch's choice
+    device: str = "cpu"
+    dtype: str = "float32"              # fp32 on CPU: bf16 matmul is far slower there
+    debug: bool = False                 # poison freed KV slots, check owners on every write
+    seed: int = 0                       # seeds requests that give no seed of their own
+
+    def __post_init__(self) -> None:
+        if self.kv_tokens is not None and self.kv_memory_bytes is not None:
+            raise ValueError("give the KV budget in tokens or in bytes, not both")
+        if self.kv_tokens is not None and self.kv_tokens < 1:
+            raise ValueError(f"kv_tokens must be positive, got {self.kv_tokens}")
+        if self.kv_memory_bytes is not None and self.kv_memory_bytes < 1:
+            raise ValueError(f"kv_memory_bytes must be positive, got {self.kv_memory_bytes}")
+        if self.context_length is not None and self.context_length < 2:
+            raise ValueError(f"context_length must be at least 2, got {self.context_length}")
+        if self.max_prefill_tokens < 1:
+            raise ValueError(f"max_prefill_tokens must be positive, got {self.max_prefill_tokens}")
+        if self.max_running_requests < 1:
+            raise ValueError(f"max_running_requests must be positive, got {self.max_running_requests}")
+        if self.schedule_policy not in SCHEDULE_POLICIES:
+            raise ValueError(f"schedule_policy must be one of {SCHEDULE_POLICIES}, got {self.schedule_policy!r}")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")

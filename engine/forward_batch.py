@@ -1,0 +1,72 @@
+"""What one forward step computes: a flat batch of new tokens from several
+requests, and where each request's keys and values live in the KV pool."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class ForwardBatch:
+    """A varlen batch. Request i contributes `extend_lens[i]` new tokens (a prefill
+    chunk, or 1 for decode) that attend to its `kv_lens[i]` tokens in total
+    (cached prefix + earlier chunks + the new ones)."""
+
+    input_ids: torch.Tensor      # [num_tokens] int64
+    positions: torch.Tensor      # [num_tokens] int64
+    out_slots: torch.Tensor      # [num_tokens] int64: KV slot each new token's K/V is written to
+    extend_lens: list[int]       # per request
+    kv_lens: list[int]           # per request
+    kv_slots: list[torch.Tensor]  # per request: [kv_len] int64 slots of all its tokens, in order
+    logits_indices: torch.Tensor  # [num_sampled] rows of the flat batch whose logits are needed
+    # Decode rows (extend_len == 1) are attended together through one padded slot table.
+    decode_rows: list[int]        # request indices with extend_len == 1
+    decode_slot_table: torch.Tensor | None = None  # [num_decode, max_kv_len] int64, padded with slot 0
+    decode_mask: torch.Tensor | None = None        # [num_decode, 1, 1, max_kv_len] bool, True = attend
+    input_embeds: torch.Tensor | None = None       # [num_tokens, hidden]: replaces embedding lookup (VLMs)
+
+    @property
+    def num_requests(self) -> int:
+        return len(self.extend_lens)
+
+    @classmethod
+    def build(
+        cls,
+        token_ids: list[list[int]],
+        start_positions: list[int],
+        kv_slots: list[torch.Tensor],
+        sample_rows: list[bool],
+    ) -> "ForwardBatch":
+        """token_ids[i]: the new tokens of request i, starting at position
+        start_positions[i]; kv_slots[i]: slots of all its tokens, the new ones last."""
+        extend_lens = [len(t) for t in token_ids]
+        kv_lens = [int(s.numel()) for s in kv_slots]
+        for e, start, k in zip(extend_lens, start_positions, kv_lens):
+            assert e >= 1 and start + e == k, "kv slots must cover the prefix and the new tokens"
+        flat_ids = [t for ids in token_ids for t in ids]
+        positions = torch.cat([torch.arange(s, s + e) for s, e in zip(start_positions, extend_lens)])
+        out_slots = torch.cat([s[k - e:] for s, k, e in zip(kv_slots, kv_lens, extend_lens)])
+        ends = torch.tensor(extend_lens).cumsum(0) - 1
+        logits_indices = ends[torch.tensor(sample_rows, dtype=torch.bool)] if any(sample_rows) else ends[:0]
+        decode_rows = [i for i, e in enumerate(extend_lens) if e == 1]
+        table = mask = None
+        if decode_rows:
+            max_len = max(kv_lens[i] for i in decode_rows)
+            table = torch.zeros(len(decode_rows), max_len, dtype=torch.int64)
+            lens = torch.tensor([kv_lens[i] for i in decode_rows])
+            for j, i in enumerate(decode_rows):
+                table[j, : kv_lens[i]] = kv_slots[i]
+            mask = (torch.arange(max_len)[None, :] < lens[:, None])[:, None, None, :]
+        return cls(
+            input_ids=torch.tensor(flat_ids, dtype=torch.int64),
+            positions=positions,
+            out_slots=out_slots,
+            extend_lens=extend_lens,
+            kv_lens=kv_lens,
+            kv_slots=kv_slots,
+            logits_indices=logits_indices,
+            decode_rows=decode_rows,
+            decode_slot_table=table,
+            decode_mask=mask,
+        )

@@ -1,0 +1,95 @@
+"""Llama-family decoder (Llama, Mistral, Qwen2, SmolLM2) over the paged KV pool.
+
+Weights are plain tensors: q/k/v and gate/up are fused into one matmul each.
+Only the rows that will be sampled go through the final norm and the LM head.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engine.forward_batch import ForwardBatch
+from engine.model_config import ModelConfig
+from engine.models.rope import RotaryEmbedding
+from kernels.paged_attention import decode_attention, extend_attention
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    # Same operation order as the reference implementation, so fp32 results agree bit for bit.
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return weight * (x * torch.rsqrt(variance + eps))
+
+
+class LlamaLayer:
+    def __init__(self, state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype):
+        def get(name: str) -> torch.Tensor | None:
+            t = state.get(prefix + name)
+            return None if t is None else t.to(dtype).contiguous()
+
+        self.input_norm = get("input_layernorm.weight")
+        self.post_norm = get("post_attention_layernorm.weight")
+        self.w_qkv = torch.cat([get(f"self_attn.{p}_proj.weight") for p in "qkv"]).contiguous()
+        biases = [get(f"self_attn.{p}_proj.bias") for p in "qkv"]
+        self.b_qkv = torch.cat(biases).contiguous() if biases[0] is not None else None
+        self.w_o = get("self_attn.o_proj.weight")
+        self.b_o = get("self_attn.o_proj.bias")
+        self.w_gate_up = torch.cat([get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")]).contiguous()
+        self.w_down = get("mlp.down_proj.weight")
+
+
+class LlamaModel:
+    def __init__(self, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype, max_positions: int):
+        self.config = config
+        self.dtype = dtype
+        self.embed = state["model.embed_tokens.weight"].to(dtype).contiguous()
+        head = state.get("lm_head.weight")
+        self.lm_head = self.embed if head is None or config.tie_word_embeddings else head.to(dtype).contiguous()
+        self.norm = state["model.norm.weight"].to(dtype)
+        self.layers = [LlamaLayer(state, f"model.layers.{i}.", dtype) for i in range(config.num_layers)]
+        self.rope = RotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling, max_positions, dtype)
+        self.scale = config.head_dim ** -0.5
+        c = config
+        self.q_size, self.kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+
+    @torch.inference_mode()
+    def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
+        """Run the new tokens of `batch`, writing their K/V into `pool`; return
+        logits [num_sampled, vocab] for batch.logits_indices."""
+        c = self.config
+        h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
+        for i, layer in enumerate(self.layers):
+            x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
+            h = h + self._attention(i, layer, x, batch, pool)
+            x = rms_norm(h, layer.post_norm, c.rms_norm_eps)
+            gate, up = F.linear(x, layer.w_gate_up).split(c.intermediate_size, dim=-1)
+            h = h + F.linear(F.silu(gate) * up, layer.w_down)
+        h = rms_norm(h[batch.logits_indices], self.norm, c.rms_norm_eps)
+        return F.linear(h, self.lm_head).float()
+
+    def _attention(self, index: int, layer: LlamaLayer, x: torch.Tensor, batch: ForwardBatch, pool) -> torch.Tensor:
+        c = self.config
+        num_tokens = x.shape[0]
+        qkv = F.linear(x, layer.w_qkv, layer.b_qkv)
+        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = self.rope.apply(q.reshape(num_tokens, c.num_heads, c.head_dim), batch.positions)
+        k = self.rope.apply(k.reshape(num_tokens, c.num_kv_heads, c.head_dim), batch.positions)
+        v = v.reshape(num_tokens, c.num_kv_heads, c.head_dim)
+        pool.write(index, batch.out_slots, k, v)
+        k_cache, v_cache = pool.k_cache[index], pool.v_cache[index]
+        if len(batch.decode_rows) == batch.num_requests:  # pure decode step: one padded call
+            out = decode_attention(q, k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale)
+        else:
+            out = torch.empty_like(q)
+            starts = [0]
+            for e in batch.extend_lens:
+                starts.append(starts[-1] + e)
+            if batch.decode_rows:
+                idx = torch.tensor([starts[i] for i in batch.decode_rows])
+                out[idx] = decode_attention(
+                    q[idx], k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale
+                )
+            for i, e in enumerate(batch.extend_lens):
+                if e > 1:
+                    s = starts[i]
+                    out[s : s + e] = extend_attention(q[s : s + e], k_cache, v_cache, batch.kv_slots[i], self.scale)
+        return F.linear(out.reshape(num_tokens, self.q_size), layer.w_o, layer.b_o)

