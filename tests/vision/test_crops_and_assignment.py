@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vision.crops import crop_array, crop_box, crop_image, denormalise_box, normalise_box
+from vision.layout import RecognitionTask, Region
+from vision.line_assignment import assign_lines, group_lines
+from vision.lines import TextLine
+
+
+def test_crop_adds_a_margin_and_stays_on_the_page():
+    assert crop_box((10.2, 20.7, 50.5, 40.0), 100, 80, margin_px=4) == (6, 16, 55, 44)
+    assert crop_box((-30, -5, 500, 500), 100, 80) == (0, 0, 100, 80)
+    assert crop_box((99.5, 79.5, 99.9, 79.9), 100, 80, margin_px=0) == (99, 79, 100, 80)   # never empty
+    assert crop_box((200, 200, 300, 300), 100, 80, margin_px=0) == (99, 79, 100, 80)       # off-page: 1 pixel
+    with pytest.raises(AssertionError):
+        crop_box((10, 10, 5, 20), 100, 80)
+
+
+def test_crop_image_and_array_cut_the_same_pixels():
+    pixels = np.arange(80 * 100 * 3, dtype=np.uint32).reshape(80, 100, 3).astype(np.uint8)
+    image = Image.fromarray(pixels)
+    cut = crop_image(image, (10, 20, 30, 25), margin_px=2)
+    assert cut.size == (24, 9)
+    assert np.array_equal(np.asarray(cut), crop_array(pixels, (10, 20, 30, 25), margin_px=2))
+
+
+def test_normalised_boxes_use_the_0_1000_grid():
+    assert normalise_box((0, 0, 1240, 1754), 1240, 1754) == (0, 0, 1000, 1000)
+    assert normalise_box((124, 877, 620, 1754), 1240, 1754) == (100, 500, 500, 1000)
+    assert normalise_box((-5, -5, 5000, 5000), 1240, 1754) == (0, 0, 1000, 1000)
+    assert denormalise_box((100, 500, 500, 1000), 1240, 1754) == pytest.approx((124, 877, 620, 1754))
+
+
+def _line(x0, y0, x1, y1) -> TextLine:
+    return TextLine((x0, y0, x1, y1), 0.9)
+
+
+def test_lines_go_to_the_region_covering_them_and_text_regions_grow_to_hold_them():
+    paragraph = Region("text", (100, 100, 500, 200), 0.9)
+    table = Region("table", (100, 300, 500, 500), 0.9)
+    inside = _line(105, 110, 495, 130)
+    sticking_out = _line(105, 140, 520, 160)        # 95% covered: still the paragraph's
+    in_table = _line(120, 320, 300, 340)
+    assigned = assign_lines([paragraph, table], [inside, sticking_out, in_table])
+    assert len(assigned) == 2
+    assert assigned[0].lines == (inside, sticking_out)
+    assert assigned[0].region.bbox == (100, 100, 520, 200)     # grown to the line's end
+    assert assigned[1].lines == () and assigned[1].region == table   # tables are recognised whole
+
+
+def test_lines_no_region_covers_become_text_regions_of_their_own():
+    paragraph = Region("text", (100, 100, 500, 200), 0.9)
+    block_a = [_line(100, 600, 400, 620), _line(100, 625, 380, 645), _line(100, 650, 300, 670)]
+    side_by_side = [_line(600, 900, 700, 920), _line(720, 901, 800, 921)]
+    far_away = [_line(100, 980, 200, 995)]
+    assigned = assign_lines([paragraph], block_a + side_by_side + far_away)
+    made = [a for a in assigned if a.region.source == "lines"]
+    assert len(made) == 3
+    for a in made:
+        assert a.region.label == "text" and a.region.score == 0.0 and a.region.task is RecognitionTask.TEXT
+    by_size = sorted(made, key=lambda a: len(a.lines))
+    assert [len(a.lines) for a in by_size] == [1, 2, 3]
+    assert by_size[2].region.bbox == (100, 600, 400, 670)
+    assert assign_lines([], []) == []
+
+
+def test_grouping_keeps_separate_columns_apart():
+    left = [_line(100, 100 + 25 * i, 400, 120 + 25 * i) for i in range(3)]
+    right = [_line(600, 100 + 25 * i, 900, 120 + 25 * i) for i in range(3)]   # gap of 10 line heights
+    groups = group_lines(left + right)
+    assert sorted(len(g) for g in groups) == [3, 3]

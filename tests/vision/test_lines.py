@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+import vision_samples as samples
+
+from vision.layout import box_iou
+from vision.lines import LineDetector
+from vision.onnx_models import LINE_DETECTOR_PPOCRV4
+
+
+def _all_lines(layout):
+    return [line for block in layout.blocks for line in block.lines]
+
+
+@pytest.mark.parametrize("sample", ["one_column", "two_column", "header_footer"])
+def test_detected_lines_align_with_the_written_lines(sample, request):
+    layout = request.getfixturevalue(f"{sample}_layout")
+    pdf = getattr(samples, f"{sample}_pdf")()
+    truth = samples.pdf_line_boxes(pdf, samples.TEST_DPI)
+    detected = np.array([line.bbox for line in _all_lines(layout)], dtype=float)
+    assert len(detected) == len(truth)
+    ious = []
+    for text, box in truth:
+        overlaps = box_iou(np.array(box), detected)
+        best = int(overlaps.argmax())
+        ious.append(overlaps[best])
+        assert overlaps[best] >= 0.5, f"line {text!r} at {box} is not detected (best IoU {overlaps[best]:.2f})"
+        height = box[3] - box[1]   # PDF line boxes span the font's full ascent and descent
+        assert abs((detected[best][1] + detected[best][3]) / 2 - (box[1] + box[3]) / 2) < 0.3 * height
+    assert np.mean(ious) > 0.65
+
+
+def test_lines_in_a_region_are_found_in_page_coordinates(one_column_page, one_column_layout):
+    """Detecting inside a region's box gives the same lines as the whole page, already offset."""
+    pixels = one_column_page.to_array()
+    block = next(b for b in one_column_layout.blocks if b.region.label == "text")
+    in_region = LineDetector().detect(pixels, bbox=block.region.bbox)
+    assert len(in_region) == len(block.lines) >= 3
+    page_boxes = np.array([line.bbox for line in block.lines], dtype=float)
+    for line in in_region:
+        assert box_iou(np.array(line.bbox, dtype=float), page_boxes).max() > 0.85
+
+
+def test_our_decoding_matches_rapidocrs_detector(one_column_page, one_column_layout):
+    """Same network, same input, rapidocr's own pre- and post-processing."""
+    from rapidocr_onnxruntime.ch_ppocr_det import TextDetector
+
+    block = next(b for b in one_column_layout.blocks if b.region.label == "text")
+    x0, y0, x1, y1 = (int(v) for v in block.region.bbox)
+    crop = np.ascontiguousarray(one_column_page.to_array()[y0:y1, x0:x1])
+    ours = LineDetector().detect(crop)
+    reference = TextDetector({
+        "model_path": str(LINE_DETECTOR_PPOCRV4.path()), "limit_side_len": 2048, "limit_type": "max",
+        "mean": [0.5] * 3, "std": [0.5] * 3, "thresh": 0.3, "box_thresh": 0.5, "unclip_ratio": 1.6,
+        "use_dilation": True, "score_mode": "fast", "intra_op_num_threads": 2})
+    pad = 16   # ours pads by 16 white pixels; give the reference the identical input
+    padded = cv2.copyMakeBorder(crop[:, :, ::-1], pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=(255, 255, 255))
+    quads, _ = reference(padded)
+    theirs = np.array([[q[:, 0].min() - pad, q[:, 1].min() - pad, q[:, 0].max() - pad, q[:, 1].max() - pad]
+                       for q in quads], dtype=float)
+    assert len(ours) == len(theirs) >= 3
+    for line in ours:
+        assert box_iou(np.array(line.bbox, dtype=float), theirs).max() > 0.9
+
+
+def test_blank_and_degenerate_inputs_give_no_lines():
+    detector = LineDetector()
+    assert detector.detect(np.full((300, 400, 3), 255, dtype=np.uint8)) == []
+    assert detector.detect(np.zeros((500, 1, 3), dtype=np.uint8)) == []
+    assert detector.detect(np.zeros((1, 1, 3), dtype=np.uint8)) == []
+    assert detector.detect(np.full((300, 400, 3), 255, dtype=np.uint8), bbox=(50, 50, 50.5, 60)) == []

@@ -1,0 +1,59 @@
+"""Cutting regions and lines out of a page image, and boxes in the 0-1000 grid.
+
+A crop gets a small margin so that glyphs touching the detected box keep their
+edges (recognisers read clipped descenders badly), and is clamped to the page.
+The 0-1000 grid is the page-size-independent form of a box that GLM-OCR-style
+outputs use: x scaled by 1000 / page width, y by 1000 / page height.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image
+
+DEFAULT_MARGIN_PX = 4
+NORMALISED_SCALE = 1000
+
+
+def crop_box(bbox: Sequence[float], page_width: int, page_height: int,
+             margin_px: int = DEFAULT_MARGIN_PX) -> tuple[int, int, int, int]:
+    """Integer pixel box (x1, y1 exclusive) covering `bbox` plus a margin, inside the page."""
+    assert page_width >= 1 and page_height >= 1 and margin_px >= 0
+    x0, y0, x1, y1 = bbox
+    assert x1 >= x0 and y1 >= y0, f"malformed box {tuple(bbox)}"
+    left = min(max(0, math.floor(x0) - margin_px), page_width - 1)
+    top = min(max(0, math.floor(y0) - margin_px), page_height - 1)
+    right = max(min(page_width, math.ceil(x1) + margin_px), left + 1)
+    bottom = max(min(page_height, math.ceil(y1) + margin_px), top + 1)
+    return left, top, right, bottom
+
+
+def crop_image(image: Image.Image, bbox: Sequence[float], margin_px: int = DEFAULT_MARGIN_PX) -> Image.Image:
+    """The part of a PIL page image under `bbox` (page pixels), with a margin; never empty."""
+    return image.crop(crop_box(bbox, image.width, image.height, margin_px))
+
+
+def crop_array(image: np.ndarray, bbox: Sequence[float], margin_px: int = DEFAULT_MARGIN_PX) -> np.ndarray:
+    """The same for an array page image [height, width, channels]; a view, not a copy."""
+    left, top, right, bottom = crop_box(bbox, image.shape[1], image.shape[0], margin_px)
+    return image[top:bottom, left:right]
+
+
+def normalise_box(bbox: Sequence[float], page_width: int, page_height: int) -> tuple[int, int, int, int]:
+    """`bbox` in page pixels -> integers on the 0-1000 grid, clamped."""
+    assert page_width >= 1 and page_height >= 1
+    x0, y0, x1, y1 = bbox
+
+    def scale(value: float, size: int) -> int:
+        return int(min(NORMALISED_SCALE, max(0, round(value * NORMALISED_SCALE / size))))
+
+    return scale(x0, page_width), scale(y0, page_height), scale(x1, page_width), scale(y1, page_height)
+
+
+def denormalise_box(box: Sequence[float], page_width: int, page_height: int) -> tuple[float, float, float, float]:
+    """A 0-1000 grid box -> page pixels (the inverse of `normalise_box`, up to rounding)."""
+    x0, y0, x1, y1 = box
+    return (x0 * page_width / NORMALISED_SCALE, y0 * page_height / NORMALISED_SCALE,
+            x1 * page_width / NORMALISED_SCALE, y1 * page_height / NORMALISED_SCALE)

@@ -1,0 +1,209 @@
+"""An uploaded document, opened under caps: pages rendered to RGB images, and
+(for PDFs) the text layer the pipeline falls back to when recognition fails.
+
+`Document.open` does every check that is cheap — type from magic bytes, byte
+cap, encryption, page count, every image frame's declared pixel count — so a
+bad upload is refused before any page is rendered or any pixel decoded.
+
+| kept by `Document`                         | how                                         |
+|--------------------------------------------|---------------------------------------------|
+| a page image never exceeds max_page_pixels | PDFs render at a lowered DPI; images shrink |
+| boxes are in page pixels of the render     | text-layer words are scaled by dpi / 72     |
+
+A `Document` is not thread-safe (PyMuPDF documents are not): open one per task.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pymupdf
+from PIL import Image
+
+from vision.formats import DocumentKind, sniff_kind
+from vision.images import ImageInfo, decode_frame, inspect_image
+from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
+                           EncryptedPDFError, InputError, VisionLimits)
+from vision.pages import parse_page_selection
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
+PDF_EOF_MARKER = b"%%EOF"
+PDF_TRAILER_WINDOW = 1024  # where readers look for the end-of-file marker
+
+
+@dataclass(frozen=True)
+class RenderedPage:
+    page_index: int      # 0-based
+    image: Image.Image   # RGB
+    dpi: float           # pixels per inch of `image`; PDF points = pixels * 72 / dpi
+    render_s: float      # seconds spent rendering or decoding
+
+    @property
+    def width(self) -> int:
+        return self.image.width
+
+    @property
+    def height(self) -> int:
+        return self.image.height
+
+    def to_array(self) -> np.ndarray:
+        return np.asarray(self.image)  # [height, width, 3] uint8, RGB
+
+
+@dataclass(frozen=True)
+class TextWord:
+    text: str
+    bbox: Box            # page pixels at the DPI asked for
+    block_no: int
+    line_no: int
+    word_no: int
+
+
+class Document:
+    def __init__(self, kind: DocumentKind, num_pages: int, limits: VisionLimits,
+                 pdf: pymupdf.Document | None = None, image_data: bytes | None = None,
+                 image_info: ImageInfo | None = None):
+        assert (pdf is None) != (image_data is None)
+        self.kind = kind
+        self.num_pages = num_pages
+        self.limits = limits
+        self._pdf = pdf
+        self._image_data = image_data
+        self._image_info = image_info
+
+    @classmethod
+    def open(cls, data: bytes, filename: str | None = None,
+             limits: VisionLimits = VisionLimits()) -> Document:
+        if len(data) > limits.max_upload_bytes:
+            raise DocumentTooLargeError(
+                f"the upload is {len(data):,} bytes; the limit is {limits.max_upload_bytes:,}")
+        if not data:
+            raise EmptyDocumentError("the upload is empty (0 bytes)")
+        kind = sniff_kind(data, filename)
+        if kind is DocumentKind.PDF:
+            pdf = _open_pdf(data, limits)
+            return cls(kind, pdf.page_count, limits, pdf=pdf)
+        info = inspect_image(data, kind, limits)
+        return cls(kind, info.num_frames, limits, image_data=data, image_info=info)
+
+    @classmethod
+    def open_path(cls, path: str | os.PathLike[str], limits: VisionLimits = VisionLimits()) -> Document:
+        """Open a file, checking its size before reading it."""
+        size = os.stat(path).st_size
+        if size > limits.max_upload_bytes:
+            raise DocumentTooLargeError(
+                f"{os.path.basename(path)} is {size:,} bytes; the limit is {limits.max_upload_bytes:,}")
+        with open(path, "rb") as f:
+            return cls.open(f.read(), filename=os.path.basename(path), limits=limits)
+
+    def select_pages(self, selection: str | None) -> list[int]:
+        """0-based page indices for a selection like "1-5,8" (None: all pages)."""
+        return parse_page_selection(selection, self.num_pages, self.limits)
+
+    def page_size_points(self, page_index: int) -> tuple[float, float]:
+        """Page width and height in PDF points (images: at their stated or assumed DPI)."""
+        self._check_index(page_index)
+        if self._pdf is not None:
+            rect = self._pdf[page_index].rect
+            return rect.width, rect.height
+        assert self._image_info is not None
+        width, height = self._image_info.frame_sizes[page_index]
+        points_per_pixel = POINTS_PER_INCH / self._image_info.frame_dpis[page_index]
+        return width * points_per_pixel, height * points_per_pixel
+
+    def render_page(self, page_index: int, dpi: float | None = None) -> RenderedPage:
+        """The page as an RGB image within `max_page_pixels`. For PDFs `dpi`
+        defaults to the limits' render DPI; images keep their own resolution."""
+        self._check_index(page_index)
+        if dpi is not None:
+            dpi = self.limits.check_dpi(dpi)
+        started = time.perf_counter()
+        if self._pdf is not None:
+            image, used_dpi = self._render_pdf_page(page_index, dpi)
+        else:
+            image, used_dpi = self._decode_image_page(page_index)
+        return RenderedPage(page_index, image, used_dpi, time.perf_counter() - started)
+
+    def text_words(self, page_index: int, dpi: float) -> list[TextWord]:
+        """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images)."""
+        self._check_index(page_index)
+        if self._pdf is None:
+            return []
+        page = self._pdf[page_index]
+        # Text comes out in unrotated page space; the render shows the page rotated.
+        to_pixels = page.rotation_matrix * pymupdf.Matrix(dpi / POINTS_PER_INCH, dpi / POINTS_PER_INCH)
+        words = []
+        for x0, y0, x1, y1, text, block_no, line_no, word_no in page.get_text("words"):
+            box = pymupdf.Rect(x0, y0, x1, y1) * to_pixels
+            words.append(TextWord(text, (box.x0, box.y0, box.x1, box.y1), block_no, line_no, word_no))
+        return words
+
+    def has_text_layer(self, page_index: int) -> bool:
+        self._check_index(page_index)
+        return self._pdf is not None and bool(self._pdf[page_index].get_text("text").strip())
+
+    def close(self) -> None:
+        if self._pdf is not None:
+            self._pdf.close()
+
+    def __enter__(self) -> Document:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_index(self, page_index: int) -> None:
+        if not 0 <= page_index < self.num_pages:
+            raise IndexError(f"page index {page_index} out of range for {self.num_pages} pages")
+
+    def _render_pdf_page(self, page_index: int, dpi: float | None) -> tuple[Image.Image, float]:
+        assert self._pdf is not None
+        try:
+            page = self._pdf[page_index]
+            rect = page.rect
+            if not (rect.width >= 1 and rect.height >= 1 and math.isfinite(rect.width * rect.height)):
+                raise CorruptDocumentError(f"page {page_index + 1} has no usable size ({rect.width}x{rect.height} pt)")
+            used_dpi = self.limits.dpi_for_page(rect.width, rect.height, dpi)
+            zoom = used_dpi / POINTS_PER_INCH
+            pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+        except InputError:
+            raise
+        except (RuntimeError, ValueError) as exc:
+            raise CorruptDocumentError(f"page {page_index + 1} of the PDF cannot be rendered ({exc})") from exc
+        image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
+        return image, used_dpi
+
+    def _decode_image_page(self, page_index: int) -> tuple[Image.Image, float]:
+        assert self._image_data is not None
+        image, stated_dpi = decode_frame(self._image_data, self.kind, page_index, self.limits)
+        num_pixels = image.width * image.height
+        if num_pixels <= self.limits.max_page_pixels:
+            return image, stated_dpi
+        shrink = math.sqrt(self.limits.max_page_pixels / num_pixels)
+        size = (max(1, int(image.width * shrink)), max(1, int(image.height * shrink)))
+        return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0), stated_dpi * size[0] / image.width
+
+
+def _open_pdf(data: bytes, limits: VisionLimits) -> pymupdf.Document:
+    # MuPDF "repairs" a cut-off file into whatever pages survive; a truncated
+    # upload is refused instead of silently losing its end.
+    if PDF_EOF_MARKER not in data[-PDF_TRAILER_WINDOW:]:
+        raise CorruptDocumentError("the PDF is truncated or damaged: it has no end-of-file marker")
+    try:
+        pdf = pymupdf.open(stream=data, filetype="pdf")
+    except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError is a RuntimeError
+        raise CorruptDocumentError("the PDF is damaged and cannot be read") from exc
+    if pdf.needs_pass:
+        pdf.close()
+        raise EncryptedPDFError("the PDF is password-protected; remove the password and upload it again")
+    num_pages = pdf.page_count
+    if num_pages == 0:
+        pdf.close()
+        raise EmptyDocumentError("the PDF has no pages")
+    if num_pages > limits.max_pages:
+        pdf.close()
+        raise DocumentTooLargeError(f"the PDF has {num_pages:,} pages; the limit is {limits.max_pages:,}")
+    return pdf

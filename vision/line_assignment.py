@@ -1,0 +1,96 @@
+"""Which text lines belong to which layout region, and what to do with the rest.
+
+Lines are detected once per page and handed to the region that covers most of
+each line. A line covered mostly by a table, figure or equation belongs to
+that region and is not kept as a line (those regions are recognised whole).
+A text region grows to hold its lines, so a crop never cuts a line's ends.
+Lines no region covers (the layout model missed them) are grouped into blocks
+of neighbouring lines that become `text` regions of their own, scored 0 and
+marked `source="lines"`: nothing detected on the page is dropped.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from vision.layout import RecognitionTask, Region
+from vision.lines import TextLine
+
+MIN_COVER = 0.5         # share of a line's area a region must cover to claim it
+ROW_GAP_HEIGHTS = 2.0   # same row: joined across a gap of up to this many line heights
+STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
+
+
+@dataclass(frozen=True)
+class AssignedRegion:
+    region: Region
+    lines: tuple[TextLine, ...]   # unordered; empty for tables, figures and equations
+
+
+def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[AssignedRegion]:
+    """Every region with its lines, followed by regions made from unclaimed lines."""
+    claimed: list[list[TextLine]] = [[] for _ in regions]
+    orphans: list[TextLine] = []
+    for line in lines:
+        covers = [_intersection(line.bbox, region.bbox) for region in regions]
+        best = max(range(len(regions)), key=lambda i: covers[i], default=None)
+        if best is None or covers[best] < MIN_COVER * _area(line.bbox):
+            orphans.append(line)
+        elif regions[best].task is RecognitionTask.TEXT:
+            claimed[best].append(line)
+    assigned = [AssignedRegion(_grown(region, owned), tuple(owned)) for region, owned in zip(regions, claimed)]
+    for block in group_lines(orphans):
+        bbox = _union([line.bbox for line in block])
+        assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))
+    return assigned
+
+
+def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
+    """Blocks of lines that sit next to each other in a row or stacked in a column."""
+    parent = list(range(len(lines)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a in range(len(lines)):
+        for b in range(a + 1, len(lines)):
+            if _are_neighbours(lines[a].bbox, lines[b].bbox):
+                parent[root(a)] = root(b)
+    blocks: dict[int, list[TextLine]] = {}
+    for i, line in enumerate(lines):
+        blocks.setdefault(root(i), []).append(line)
+    return list(blocks.values())
+
+
+def _are_neighbours(a: Sequence[float], b: Sequence[float]) -> bool:
+    height = max(a[3] - a[1], b[3] - b[1])
+    x_gap = max(a[0], b[0]) - min(a[2], b[2])   # negative when the x-ranges overlap
+    y_gap = max(a[1], b[1]) - min(a[3], b[3])
+    same_row = y_gap < -0.5 * min(a[3] - a[1], b[3] - b[1])
+    if same_row:
+        return x_gap <= ROW_GAP_HEIGHTS * height
+    return x_gap < 0 and y_gap <= STACK_GAP_HEIGHTS * height
+
+
+def _grown(region: Region, lines: Sequence[TextLine]) -> Region:
+    if not lines:
+        return region
+    return replace(region, bbox=_union([region.bbox, *(line.bbox for line in lines)]))
+
+
+def _union(boxes: Sequence[Sequence[float]]) -> tuple[float, float, float, float]:
+    return (float(min(b[0] for b in boxes)), float(min(b[1] for b in boxes)),
+            float(max(b[2] for b in boxes)), float(max(b[3] for b in boxes)))
+
+
+def _intersection(a: Sequence[float], b: Sequence[float]) -> float:
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return max(0.0, width) * max(0.0, height)
+
+
+def _area(box: Sequence[float]) -> float:
+    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])

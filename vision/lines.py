@@ -1,0 +1,121 @@
+"""Text lines from the PP-OCRv4 detector shipped in rapidocr-onnxruntime (its
+detection model only), as axis-aligned boxes in page pixels.
+
+The detector is a DB (differentiable binarisation) network: it predicts, per
+pixel, the probability of lying in the shrunken core of a text line. Lines are
+the connected blobs of that map above `pixel_threshold`; each blob's minimum-area
+rectangle is kept if the mean probability inside it reaches `box_threshold`,
+then grown back by the shrink applied in training — offset d = area * ratio /
+perimeter on every side — and its axis-aligned bounds become the line box.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from vision.onnx_models import DEFAULT_NUM_THREADS, LINE_DETECTOR_PPOCRV4, get_session
+
+_SIZE_MULTIPLE = 32     # the network downsamples by 32
+_MIN_BLOB_SIDE = 3      # shorter side of a blob, in map pixels, below which it is noise
+_PAD = 16               # white border added around inputs so lines touching the edge keep their ends
+
+
+@dataclass(frozen=True)
+class TextLine:
+    bbox: tuple[int, int, int, int]   # x0, y0, x1, y1 in page pixels (x1, y1 exclusive)
+    score: float                      # mean line probability inside the detected core
+
+    @property
+    def height(self) -> int:
+        return self.bbox[3] - self.bbox[1]
+
+
+class LineDetector:
+    """Cheap to construct: the model itself is loaded once per process."""
+
+    def __init__(self, num_threads: int = DEFAULT_NUM_THREADS, max_side_len: int = 2048,
+                 pixel_threshold: float = 0.3, box_threshold: float = 0.5, unclip_ratio: float = 1.6,
+                 max_lines: int = 2000):
+        self.num_threads = num_threads
+        self.max_side_len = max_side_len
+        self.pixel_threshold = pixel_threshold
+        self.box_threshold = box_threshold
+        self.unclip_ratio = unclip_ratio
+        self.max_lines = max_lines
+        get_session(LINE_DETECTOR_PPOCRV4, num_threads)  # load the model on first use
+
+    def detect(self, image: np.ndarray, bbox: tuple[float, float, float, float] | None = None) -> list[TextLine]:
+        """Lines in an RGB image [height, width, 3] uint8, or in the part of it inside
+        `bbox` (page pixels); boxes are always in the coordinates of `image`."""
+        assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8, image.shape
+        page_height, page_width = image.shape[:2]
+        x_off, y_off, x_end, y_end = 0, 0, page_width, page_height
+        if bbox is not None:
+            x_off, y_off = max(0, int(bbox[0])), max(0, int(bbox[1]))
+            x_end, y_end = min(page_width, int(np.ceil(bbox[2]))), min(page_height, int(np.ceil(bbox[3])))
+        if x_end - x_off < 2 or y_end - y_off < 2:
+            return []
+        crop = image[y_off:y_end, x_off:x_end]
+        padded = cv2.copyMakeBorder(crop, _PAD, _PAD, _PAD, _PAD, cv2.BORDER_CONSTANT, value=(255, 255, 255))
+        network_input, scale_x, scale_y = self._to_input(padded)
+        session = get_session(LINE_DETECTOR_PPOCRV4, self.num_threads)
+        probability = session.run(None, {session.get_inputs()[0].name: network_input})[0][0, 0]  # [h, w]
+
+        lines = []
+        for x0, y0, x1, y1, score in self._boxes_from_map(probability):
+            # map pixels -> padded-crop pixels -> page pixels, clamped to the crop
+            left = int(np.clip(round(x0 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
+            top = int(np.clip(round(y0 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
+            right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
+            bottom = int(np.clip(round(y1 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
+            if right - left > 3 and bottom - top > 3:
+                lines.append(TextLine((left, top, right, bottom), score))
+        return lines
+
+    def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
+        height, width = image.shape[:2]
+        ratio = min(1.0, self.max_side_len / max(height, width))
+        input_h = max(_SIZE_MULTIPLE, int(round(height * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
+        input_w = max(_SIZE_MULTIPLE, int(round(width * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
+        # PaddleOCR's detectors were trained on OpenCV-loaded (BGR) images.
+        bgr = np.ascontiguousarray(image[:, :, ::-1])
+        resized = cv2.resize(bgr, (input_w, input_h), interpolation=cv2.INTER_LINEAR)
+        normalised = (resized.astype(np.float32) / 255.0 - 0.5) / 0.5       # [h, w, 3]
+        return normalised.transpose(2, 0, 1)[None], width / input_w, height / input_h  # [1, 3, h, w]
+
+    def _boxes_from_map(self, probability: np.ndarray) -> list[tuple[float, float, float, float, float]]:
+        """(x0, y0, x1, y1, score) per line, in map pixels."""
+        mask = (probability > self.pixel_threshold).astype(np.uint8)
+        mask = cv2.dilate(mask, np.ones((2, 2), np.uint8))
+        contours, _ = cv2.findContours(mask * 255, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+        boxes = []
+        for contour in contours[: self.max_lines]:
+            (centre_x, centre_y), (side_w, side_h), angle = cv2.minAreaRect(contour)
+            if min(side_w, side_h) < _MIN_BLOB_SIDE:
+                continue
+            corners = cv2.boxPoints(((centre_x, centre_y), (side_w, side_h), angle))  # [4, 2]
+            score = _mean_inside(probability, corners)
+            if score < self.box_threshold:
+                continue
+            grow = side_w * side_h * self.unclip_ratio / (2 * (side_w + side_h))
+            grown = cv2.boxPoints(((centre_x, centre_y), (side_w + 2 * grow, side_h + 2 * grow), angle))
+            if min(side_w, side_h) + 2 * grow < _MIN_BLOB_SIDE + 2:
+                continue
+            x0, y0 = grown.min(axis=0)
+            x1, y1 = grown.max(axis=0)
+            boxes.append((float(x0), float(y0), float(x1), float(y1), score))
+        return boxes
+
+
+def _mean_inside(probability: np.ndarray, corners: np.ndarray) -> float:
+    """Mean of the probability map inside a (possibly rotated) quadrilateral."""
+    height, width = probability.shape
+    x0 = int(np.clip(np.floor(corners[:, 0].min()), 0, width - 1))
+    x1 = int(np.clip(np.ceil(corners[:, 0].max()), 0, width - 1))
+    y0 = int(np.clip(np.floor(corners[:, 1].min()), 0, height - 1))
+    y1 = int(np.clip(np.ceil(corners[:, 1].max()), 0, height - 1))
+    mask = np.zeros((y1 - y0 + 1, x1 - x0 + 1), dtype=np.uint8)
+    cv2.fillPoly(mask, [(corners - (x0, y0)).astype(np.int32)], 1)
+    return float(cv2.mean(probability[y0:y1 + 1, x0:x1 + 1], mask)[0])
