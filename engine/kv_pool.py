@@ -63,12 +63,14 @@ class KVPool:
         self.dtype = dtype
         self.device = torch.device(device)
         self.debug = debug
-        shape = (num_layers, num_slots, num_kv_heads, head_dim)
-        self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)  # [layers, slots, heads, dim]
+        # Head-major: a gather of many requests' slots comes out as [heads, tokens, dim],
+        # which batched attention matmuls consume without another copy.
+        shape = (num_layers, num_kv_heads, num_slots, head_dim)
+        self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)  # [layers, heads, slots, dim]
         self.v_cache = torch.zeros(shape, dtype=dtype, device=self.device)
         if debug:
-            self.k_cache[:, PAD_SLOT + 1 :] = float("nan")
-            self.v_cache[:, PAD_SLOT + 1 :] = float("nan")
+            self.k_cache[:, :, PAD_SLOT + 1 :] = float("nan")
+            self.v_cache[:, :, PAD_SLOT + 1 :] = float("nan")
         # Free list as a stack: the top is the end of the live region [0, _num_free).
         # Stored high-to-low so the first allocations hand out 1, 2, 3, ...
         self._free_stack = torch.arange(num_slots - 1, PAD_SLOT, -1, dtype=torch.int64)
@@ -121,8 +123,8 @@ class KVPool:
         self._num_free += n
         if self.debug:
             device_slots = slots.to(self.device)
-            self.k_cache.index_fill_(1, device_slots, float("nan"))
-            self.v_cache.index_fill_(1, device_slots, float("nan"))
+            self.k_cache.index_fill_(2, device_slots, float("nan"))
+            self.v_cache.index_fill_(2, device_slots, float("nan"))
 
     def transfer(self, slots: torch.Tensor, from_owner: int, to_owner: int) -> None:
         """Hand `slots` from one owner to another (a finished request's KV to the cache)."""
@@ -158,13 +160,15 @@ class KVPool:
         if self.debug:
             self._check_write_owners(slots, owner_ids)
         device_slots = slots.to(self.device, non_blocking=True)
-        self.k_cache[layer].index_copy_(0, device_slots, k.to(self.dtype))
-        self.v_cache[layer].index_copy_(0, device_slots, v.to(self.dtype))
+        self.k_cache[layer].index_copy_(1, device_slots, k.transpose(0, 1).to(self.dtype))
+        self.v_cache[layer].index_copy_(1, device_slots, v.transpose(0, 1).to(self.dtype))
 
     def gather(self, layer: int, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """K and V rows of `slots` in `layer`, each [n, kv_heads, head_dim]."""
         device_slots = slots.to(self.device, non_blocking=True)
-        return self.k_cache[layer, device_slots], self.v_cache[layer, device_slots]
+        k = self.k_cache[layer].index_select(1, device_slots).transpose(0, 1)
+        v = self.v_cache[layer].index_select(1, device_slots).transpose(0, 1)
+        return k, v
 
     def check_invariants(self) -> None:
         live = self._free_stack[: self._num_free]

@@ -99,12 +99,12 @@ def test_write_and_gather_roundtrip_leaves_other_slots_alone():
     got_k, got_v = pool.gather(1, slots)
     assert torch.equal(got_k, k) and torch.equal(got_v, -k)
     assert torch.count_nonzero(pool.k_cache[0]) == 0  # other layer untouched
-    assert pool.k_cache.shape == (NUM_LAYERS, 8, NUM_HEADS, HEAD_DIM)
+    assert pool.k_cache.shape == (NUM_LAYERS, NUM_HEADS, 8, HEAD_DIM)
 
 
 def test_debug_poisons_freed_slots_and_keeps_slot_zero_finite():
     pool = make_pool(8, debug=True)
-    assert torch.isfinite(pool.k_cache[:, 0]).all() and torch.isfinite(pool.v_cache[:, 0]).all()
+    assert torch.isfinite(pool.k_cache[:, :, 0]).all() and torch.isfinite(pool.v_cache[:, :, 0]).all()
     slots = pool.alloc(3, owner=1)
     assert torch.isnan(pool.gather(0, slots)[0]).all()  # never written since alloc
     for layer in range(NUM_LAYERS):

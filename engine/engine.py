@@ -1,0 +1,370 @@
+"""The engine: admission, the schedule -> run -> sample -> stop loop, and the
+async front that the HTTP server drives from another thread."""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import queue
+import threading
+import time
+import uuid
+from typing import AsyncIterator, Sequence
+
+import torch
+from transformers import AutoTokenizer
+
+from engine.config import EngineConfig
+from engine.errors import InvalidRequestError, PromptTooLongError
+from engine.kv_pool import KVPool
+from engine.loader import resolve_model
+from engine.model_config import ModelConfig
+from engine.model_runner import _DTYPES, ModelRunner
+from engine.radix_cache import RadixCache
+from engine.request import Request, RequestOutput, RequestStatus
+from engine.sampler import Sampler, SamplerState
+from engine.sampling_params import SamplingParams
+from engine.scheduler import Scheduler
+from engine.stop import StopChecker
+
+
+class EngineStartupError(RuntimeError):
+    """The engine cannot run with this configuration (said before any request)."""
+
+
+class Engine:
+    """Synchronous core. Not thread-safe: one thread calls add_request/step/abort."""
+
+    def __init__(self, config: EngineConfig, metrics=None):
+        self.config = config
+        self.metrics = metrics
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+        path = resolve_model(config.model)
+        self.model_path = path
+        self.model_config = mc = ModelConfig.from_dir(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.vocab_size = mc.vocab_size
+        self.context_length = min(config.context_length or mc.max_position_embeddings, mc.max_position_embeddings)
+        self.eos_token_ids = set(mc.eos_token_ids)
+        if self.tokenizer.eos_token_id is not None:
+            self.eos_token_ids.add(self.tokenizer.eos_token_id)
+        dtype = _DTYPES[config.dtype]
+        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, dtype)
+        if config.kv_tokens is not None:
+            num_tokens = config.kv_tokens
+        elif config.kv_memory_bytes is not None:
+            num_tokens = config.kv_memory_bytes // per_token
+        else:
+            num_tokens = max(4 * self.context_length, 16384)
+        if num_tokens < self.context_length:
+            raise EngineStartupError(
+                f"the KV pool holds {num_tokens} tokens ({num_tokens * per_token} bytes at {per_token} bytes "
+                f"per token) but one request may need the full context of {self.context_length} tokens; "
+                "give a larger --kv-tokens/--kv-memory or a smaller --context-length"
+            )
+        self.pool = KVPool(mc.num_layers, num_tokens + 1, mc.num_kv_heads, mc.head_dim, dtype,
+                           config.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
+        self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
+                      if config.enable_prefix_cache else None)
+        self.runner = ModelRunner(path, mc, config.dtype, self.context_length)
+        self.scheduler = Scheduler(config, self.pool, self.cache, metrics)
+        self.sampler = Sampler(mc.vocab_size)
+        self.requests: dict[str, Request] = {}
+        self._owner_ids = itertools.count(1)
+        self._seed_rng = torch.Generator().manual_seed(config.seed)
+        self.num_steps = 0
+
+    # -- admission -------------------------------------------------------------
+    def make_request(self, prompt: str | Sequence[int], params: SamplingParams,
+                     request_id: str | None = None, tenant: str = "") -> Request:
+        """Validate and build a request (no engine state touched: callable from any thread)."""
+        if not isinstance(params, SamplingParams):
+            raise InvalidRequestError("params must be SamplingParams")
+        params.validate(self.vocab_size)
+        if isinstance(prompt, str):
+            prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+        else:
+            prompt_ids = [int(t) for t in prompt]
+            bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
+            if bad:
+                raise InvalidRequestError(f"prompt token ids must be in [0, {self.vocab_size}); got {bad[:5]}")
+        if not prompt_ids:
+            raise InvalidRequestError("the prompt is empty")
+        limit = self.context_length - 1  # room for at least one generated token
+        if len(prompt_ids) > limit:
+            raise PromptTooLongError(len(prompt_ids), limit)
+        if params.seed is None:
+            # Seeded here, once: a retracted request keeps the same random stream.
+            params = _with_seed(params, int(torch.randint(0, 2**62, (1,), generator=self._seed_rng)))
+        return Request(
+            request_id=request_id or uuid.uuid4().hex,
+            owner_id=next(self._owner_ids),
+            prompt_ids=prompt_ids,
+            params=params,
+            sampler_state=SamplerState(params, prompt_ids, self.vocab_size),
+            stop_checker=StopChecker(params, self.eos_token_ids, self.tokenizer, prompt_ids),
+            max_output_len=min(params.max_tokens, self.context_length - len(prompt_ids)),
+            tenant=tenant,
+        )
+
+    def add_request(self, prompt, params: SamplingParams, request_id: str | None = None, tenant: str = "") -> Request:
+        req = prompt if isinstance(prompt, Request) else self.make_request(prompt, params, request_id, tenant)
+        if req.request_id in self.requests:
+            raise InvalidRequestError(f"request id {req.request_id!r} is already in use")
+        self.requests[req.request_id] = req
+        self.scheduler.add(req)
+        if self.metrics is not None:
+            self.metrics.on_request_arrived()
+        return req
+
+    def abort(self, request_id: str) -> RequestOutput | None:
+        req = self.requests.pop(request_id, None)
+        if req is None:
+            return None
+        self.scheduler.remove(req)
+        req.finish_reason, req.aborted = "abort", True
+        if self.metrics is not None:
+            self.metrics.on_abort()
+            self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), "abort")
+        return req.take_output()
+
+    # -- the loop ----------------------------------------------------------------
+    @property
+    def has_work(self) -> bool:
+        return self.scheduler.has_work
+
+    @torch.inference_mode()
+    def step(self) -> list[RequestOutput]:
+        scheduled = self.scheduler.schedule()
+        if scheduled is None:
+            self._report_state()
+            return []
+        logits = self.runner.forward(scheduled, self.pool)
+        self.num_steps += 1
+        sampled = [r for r, s in zip(scheduled.requests, scheduled.sample) if s]
+        for req, n, s in zip(scheduled.requests, scheduled.extend_lens, scheduled.sample):
+            req.num_computed += n
+            if not s:
+                self.scheduler.cache_progress(req)
+        outputs = []
+        if sampled:
+            token_ids, logprobs = self.sampler.sample(logits, [r.sampler_state for r in sampled])
+            now = time.monotonic()
+            for req, token_id, lp in zip(sampled, token_ids, logprobs):
+                self._append_token(req, token_id, lp, now)
+                outputs.append(req.take_output())
+                if req.finished:
+                    del self.requests[req.request_id]
+        self._report_state()
+        return outputs
+
+    def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
+        req.output_ids.append(token_id)
+        req.sampler_state.append(token_id)
+        result = req.stop_checker.append(token_id, len(req.output_ids))
+        req.pending_text += result.delta_text
+        req.pending_token_ids.append(token_id)
+        if lp is not None:
+            req.pending_logprobs.append(lp)
+        if self.metrics is not None:
+            if req.first_token_time is None:
+                self.metrics.on_first_token(now - req.arrival_time)
+            else:
+                self.metrics.on_inter_token(now - req.last_token_time)
+        if req.first_token_time is None:
+            req.first_token_time = now
+        req.last_token_time = now
+        reason = result.finish_reason
+        if reason is None and len(req.output_ids) >= req.max_output_len:
+            reason = "length"
+            req.pending_text += req.stop_checker.flush()
+        if reason is not None:
+            req.finish_reason = reason
+            self.scheduler.remove(req)
+            if self.metrics is not None:
+                self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason)
+
+    def _report_state(self) -> None:
+        if self.metrics is not None:
+            self.metrics.set_state(
+                num_running=len(self.scheduler.running),
+                num_waiting=len(self.scheduler.waiting),
+                kv_used_tokens=self.scheduler.kv_used_tokens(),
+                kv_total_tokens=self.pool.num_slots - 1,
+                num_cached_tokens=self.cache.num_cached_tokens if self.cache is not None else 0,
+            )
+
+    def flush_cache(self) -> bool:
+        if self.cache is None:
+            return False
+        self.cache.flush()
+        self._report_state()
+        return True
+
+    # -- convenience -------------------------------------------------------------
+    def generate(self, prompts: Sequence[str | Sequence[int]] | str,
+                 params: SamplingParams | Sequence[SamplingParams] | None = None,
+                 tenant: str = "") -> list[RequestOutput]:
+        """Run prompts to completion together (continuous batching); outputs in prompt order."""
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        params = params or SamplingParams()
+        plist = list(params) if isinstance(params, Sequence) else [params] * len(prompts)
+        reqs = [self.add_request(p, sp, tenant=tenant) for p, sp in zip(prompts, plist)]
+        final: dict[str, RequestOutput] = {}
+        while len(final) < len(reqs):
+            for out in self.step():
+                if out.finished:
+                    final[out.request_id] = out
+        return [final[r.request_id] for r in reqs]
+
+
+def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
+    import dataclasses
+
+    return dataclasses.replace(params, seed=seed)
+
+
+class AsyncEngine:
+    """Runs an Engine on its own thread; `generate` streams outputs to asyncio callers."""
+
+    def __init__(self, config: EngineConfig, metrics=None):
+        self.config = config
+        if metrics is None:
+            from engine.metrics import EngineMetrics
+
+            metrics = EngineMetrics(model_name=config.model)
+        self.metrics = metrics
+        self.engine: Engine | None = None
+        self.is_ready = False
+        self._inbox: queue.Queue = queue.Queue()
+        self._streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.startup_error: BaseException | None = None
+
+    def start(self) -> None:
+        try:
+            self.engine = Engine(self.config, self.metrics)
+        except BaseException as exc:
+            self.startup_error = exc
+            raise
+        e = self.engine
+        self.tokenizer, self.context_length, self.vocab_size = e.tokenizer, e.context_length, e.vocab_size
+        self.model_name = self.config.model
+        self.supports_images = False
+        self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
+        self._thread.start()
+        e._report_state()
+        self.is_ready = True
+
+    def _loop(self) -> None:
+        e = self.engine
+        while not self._stopping.is_set():
+            try:
+                item = self._inbox.get(timeout=None if not e.has_work else 0) if not e.has_work else self._inbox.get_nowait()
+            except queue.Empty:
+                item = None
+            while item is not None:
+                self._handle(item)
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    item = None
+            if self._stopping.is_set():
+                break
+            try:
+                outputs = e.step()
+            except Exception as exc:  # a bug must not leave callers hanging
+                for rid in list(e.requests):
+                    self._deliver(rid, exc)
+                    e.abort(rid)
+                continue
+            for out in outputs:
+                self._deliver(out.request_id, out)
+        for rid in list(e.requests):
+            out = e.abort(rid)
+            if out is not None:
+                self._deliver(rid, out)
+
+    def _handle(self, item) -> None:
+        kind, payload = item
+        if kind == "add":
+            req = payload
+            try:
+                self.engine.add_request(req, req.params)
+            except Exception as exc:
+                self._deliver(req.request_id, exc)
+        elif kind == "abort":
+            out = self.engine.abort(payload)
+            if out is not None:
+                self._deliver(payload, out)
+        elif kind == "flush":
+            payload.set_result(self.engine.flush_cache())
+        elif kind == "stop":
+            self._stopping.set()
+
+    def _deliver(self, request_id: str, item) -> None:
+        stream = self._streams.get(request_id)
+        if stream is None:
+            return
+        loop, q = stream
+        try:
+            loop.call_soon_threadsafe(q.put_nowait, item)
+        except RuntimeError:
+            pass  # the caller's loop is closed: nobody is listening any more
+        if isinstance(item, BaseException) or item.finished:
+            self._streams.pop(request_id, None)
+
+    async def generate(self, prompt: str | list[int], params: SamplingParams,
+                       request_id: str | None = None, tenant: str = "") -> AsyncIterator[RequestOutput]:
+        if not self.is_ready:
+            from engine.errors import EngineOverloadedError
+
+            raise EngineOverloadedError("the engine is still loading")
+        req = self.engine.make_request(prompt, params, request_id, tenant)
+        rid = req.request_id
+        if rid in self._streams:
+            raise InvalidRequestError(f"request id {rid!r} is already in use")
+        q: asyncio.Queue = asyncio.Queue()
+        self._streams[rid] = (asyncio.get_running_loop(), q)
+        self._inbox.put(("add", req))
+        finished = False
+        try:
+            while True:
+                item = await q.get()
+                if isinstance(item, BaseException):
+                    finished = True
+                    raise item
+                if item.finished:
+                    finished = True
+                yield item
+                if finished:
+                    return
+        finally:
+            if not finished:
+                self._streams.pop(rid, None)
+                self._inbox.put(("abort", rid))
+
+    def abort(self, request_id: str) -> None:
+        self._inbox.put(("abort", request_id))
+
+    def flush_cache(self) -> bool:
+        if not self.is_ready:
+            return False
+        import concurrent.futures
+
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._inbox.put(("flush", fut))
+        return fut.result(timeout=30)
+
+    def kv_usage(self) -> float:
+        e = self.engine
+        return 0.0 if e is None else e.scheduler.kv_used_tokens() / (e.pool.num_slots - 1)
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        self._inbox.put(("stop", None))
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self.is_ready = False

@@ -1,0 +1,189 @@
+"""Continuous batching: which requests run in the next step, and with how many tokens.
+
+Every step: running requests decode (one token each) or continue their prefill
+chunk; then waiting requests are admitted while the prefill token budget and
+the pool allow. When the pool runs dry even after evicting unreferenced cache
+entries, the most recently arrived running request is retracted: its K/V goes
+to the radix cache (or back to the pool), and it rejoins the front of the
+queue with everything that shapes its output kept (DESIGN invariant 4).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import torch
+
+from engine.config import EngineConfig
+from engine.kv_pool import KVPool
+from engine.radix_cache import RadixCache
+from engine.request import Request, RequestStatus
+
+
+@dataclass
+class ScheduledBatch:
+    requests: list[Request]
+    extend_lens: list[int]     # new tokens each request runs this step
+    sample: list[bool]         # whether the step reaches the request's end (a token is sampled)
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(self.extend_lens)
+
+
+class Scheduler:
+    def __init__(self, config: EngineConfig, pool: KVPool, cache: RadixCache | None, metrics=None):
+        self.config = config
+        self.pool = pool
+        self.cache = cache
+        self.metrics = metrics
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.num_retractions = 0
+
+    # -- queue ---------------------------------------------------------------
+    def add(self, req: Request) -> None:
+        req.status = RequestStatus.WAITING
+        self.waiting.append(req)
+
+    def remove(self, req: Request) -> None:
+        """Take a request out (finished or aborted) and give back its K/V."""
+        if req in self.running:
+            self.running.remove(req)
+            self._release(req)
+        elif req in self.waiting:
+            self.waiting.remove(req)
+        req.status = RequestStatus.FINISHED
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # -- the policy ------------------------------------------------------------
+    def schedule(self) -> ScheduledBatch | None:
+        budget = self.config.max_prefill_tokens
+        batch = ScheduledBatch([], [], [])
+        for req in list(self.running):
+            if req.status is not RequestStatus.RUNNING:
+                continue  # retracted earlier in this loop
+            n = 1 if req.num_pending == 1 else min(req.num_pending, budget)
+            if n == 0:
+                continue  # a prefill chunk waits for next step's budget
+            if not self._grow(req, n, batch):
+                continue  # req itself was retracted
+            if req.num_pending > 1:
+                budget -= n
+            self._append(batch, req, n)
+        self._admit(batch, budget)
+        return batch if batch.requests else None
+
+    def _admit(self, batch: ScheduledBatch, budget: int) -> None:
+        if self.config.schedule_policy == "lpm" and self.cache is not None and len(self.waiting) > 1:
+            lens = {id(r): self.cache.match_prefix(r.all_ids[:-1], r.tenant).prefix_len for r in self.waiting}
+            self.waiting = deque(sorted(self.waiting, key=lambda r: -lens[id(r)]))  # stable: FCFS among equals
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_running_requests:
+            req = self.waiting[0]
+            prefix_len, slots, node = 0, torch.empty(0, dtype=torch.int64), None
+            if self.cache is not None:
+                # At least one token must run through the model to produce logits.
+                m = self.cache.match_prefix(req.all_ids[:-1], req.tenant)
+                prefix_len, slots, node = m.prefix_len, m.slots, m.node
+                self.cache.lock(node)
+            n = min(req.num_tokens - prefix_len, budget)
+            # Keep one slot per running decode free, so admitting does not force a retraction next step.
+            headroom = sum(1 for r in self.running if r.num_pending == 1)
+            new_slots = self._alloc(n + headroom, req.owner_id)
+            if new_slots is None:
+                if node is not None:
+                    self.cache.unlock(node)
+                return
+            if headroom:
+                self.pool.free(new_slots[n:], req.owner_id)
+                new_slots = new_slots[:n]
+            self.waiting.popleft()
+            req.kv_slots = torch.cat([slots, new_slots])
+            req.num_computed = req.num_locked = prefix_len
+            req.cache_node = node
+            req.status = RequestStatus.RUNNING
+            if req.num_cached_tokens < 0:  # first admission: report the prefix-cache hit
+                req.num_cached_tokens = prefix_len
+                if self.metrics is not None:
+                    self.metrics.on_prefill_admitted(len(req.prompt_ids), prefix_len)
+            self.running.append(req)
+            self._append(batch, req, n)
+            budget -= n
+
+    def _append(self, batch: ScheduledBatch, req: Request, n: int) -> None:
+        batch.requests.append(req)
+        batch.extend_lens.append(n)
+        batch.sample.append(req.num_computed + n == req.num_tokens)
+
+    # -- memory ------------------------------------------------------------------
+    def _alloc(self, n: int, owner: int) -> torch.Tensor | None:
+        slots = self.pool.alloc(n, owner)
+        if slots is None and self.cache is not None:
+            self.cache.evict(n - self.pool.num_free)
+            slots = self.pool.alloc(n, owner)
+        return slots
+
+    def _grow(self, req: Request, n: int, batch: ScheduledBatch) -> bool:
+        """Give a running request n more slots, retracting later arrivals if needed.
+        Returns False if `req` itself had to be retracted."""
+        while True:
+            slots = self._alloc(n, req.owner_id)
+            if slots is not None:
+                req.kv_slots = torch.cat([req.kv_slots, slots])
+                return True
+            victims = [r for r in self.running if r not in batch.requests]
+            victim = max(victims, key=lambda r: r.arrival_time)
+            self.retract(victim)
+            if victim is req:
+                return False
+
+    def retract(self, req: Request) -> None:
+        self.running.remove(req)
+        self._release(req)
+        req.status = RequestStatus.WAITING
+        req.num_retractions += 1
+        self.num_retractions += 1
+        self.waiting.appendleft(req)
+        if self.metrics is not None:
+            self.metrics.on_retract(1)
+
+    def _release(self, req: Request) -> None:
+        """Hand the request's computed K/V to the radix cache (or the pool)."""
+        assert req.kv_slots.numel() >= req.num_computed
+        if self.cache is not None:
+            computed = req.kv_slots[: req.num_computed]
+            if req.num_computed > req.num_locked:
+                self.cache.insert(req.all_ids[: req.num_computed], computed, req.owner_id, req.tenant)
+            self.cache.unlock(req.cache_node)
+            spare = req.kv_slots[req.num_computed:]  # allocated for a step that never ran
+        else:
+            spare = req.kv_slots
+        if spare.numel():
+            self.pool.free(spare, req.owner_id)
+        req.kv_slots = torch.empty(0, dtype=torch.int64)
+        req.num_computed = req.num_locked = 0
+        req.cache_node = None
+
+    def cache_progress(self, req: Request) -> None:
+        """Insert a prefilling request's computed prefix into the cache so that
+        requests arriving meanwhile can share it; the request switches to the
+        cache's slots (duplicates of an equal prefix are freed by insert)."""
+        if self.cache is None or req.num_computed <= req.num_locked:
+            return
+        key = req.all_ids[: req.num_computed]
+        self.cache.insert(key, req.kv_slots[: req.num_computed], req.owner_id, req.tenant)
+        m = self.cache.match_prefix(key, req.tenant)
+        assert m.prefix_len == req.num_computed, "a just-inserted prefix must match in full"
+        self.cache.lock(m.node)
+        self.cache.unlock(req.cache_node)
+        req.cache_node = m.node
+        req.kv_slots = torch.cat([m.slots, req.kv_slots[req.num_computed:]])
+        req.num_locked = req.num_computed
+
+    def kv_used_tokens(self) -> int:
+        """Slots that cannot be reclaimed now: held by requests or locked in the cache."""
+        evictable = self.cache.num_evictable_tokens if self.cache is not None else 0
+        return self.pool.num_used - evictable
