@@ -66,7 +66,7 @@ class Engine:
                            config.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
         self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
                       if config.enable_prefix_cache else None)
-        self.runner = ModelRunner(path, mc, config.dtype, self.context_length)
+        self.runner = ModelRunner(path, mc, config.dtype, self.context_length, config.device)
         self.scheduler = Scheduler(config, self.pool, self.cache, metrics)
         self.sampler = Sampler(mc.vocab_size)
         self.requests: dict[str, Request] = {}
@@ -261,10 +261,13 @@ class AsyncEngine:
     def _loop(self) -> None:
         e = self.engine
         while not self._stopping.is_set():
-            try:
-                item = self._inbox.get(timeout=None if not e.has_work else 0) if not e.has_work else self._inbox.get_nowait()
-            except queue.Empty:
-                item = None
+            if e.has_work:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    item = None
+            else:
+                item = self._inbox.get()  # idle: sleep until a request (or stop) arrives
             while item is not None:
                 self._handle(item)
                 try:

@@ -26,6 +26,18 @@ class ForwardBatch:
     decode_mask: torch.Tensor | None = None        # [num_decode, 1, 1, max_kv_len] bool, True = attend
     input_embeds: torch.Tensor | None = None       # [num_tokens, hidden]: replaces embedding lookup (VLMs)
 
+    def to(self, device: torch.device) -> "ForwardBatch":
+        if device.type == "cpu":
+            return self
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return ForwardBatch(
+            input_ids=move(self.input_ids), positions=move(self.positions), out_slots=move(self.out_slots),
+            extend_lens=self.extend_lens, kv_lens=self.kv_lens, kv_slots=[move(s) for s in self.kv_slots],
+            logits_indices=move(self.logits_indices), decode_rows=self.decode_rows,
+            decode_slot_table=move(self.decode_slot_table), decode_mask=move(self.decode_mask),
+            input_embeds=move(self.input_embeds),
+        )
+
     @property
     def num_requests(self) -> int:
         return len(self.extend_lens)

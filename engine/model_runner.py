@@ -15,10 +15,10 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 
 class ModelRunner:
-    def __init__(self, path: Path, model_config: ModelConfig, dtype: str, max_positions: int):
+    def __init__(self, path: Path, model_config: ModelConfig, dtype: str, max_positions: int, device: str = "cpu"):
         self.model_config = model_config
         state = load_state_dict(path)
-        self.model = LlamaModel(model_config, state, _DTYPES[dtype], max_positions)
+        self.model = LlamaModel(model_config, state, _DTYPES[dtype], max_positions, device)
 
     def forward(self, scheduled: ScheduledBatch, pool) -> torch.Tensor:
         """Logits [num_sampled, vocab] for the requests of `scheduled` that reach their end."""

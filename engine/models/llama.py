@@ -21,10 +21,10 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 class LlamaLayer:
-    def __init__(self, state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype):
+    def __init__(self, state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype, device: torch.device):
         def get(name: str) -> torch.Tensor | None:
             t = state.get(prefix + name)
-            return None if t is None else t.to(dtype).contiguous()
+            return None if t is None else t.to(device=device, dtype=dtype).contiguous()
 
         self.input_norm = get("input_layernorm.weight")
         self.post_norm = get("post_attention_layernorm.weight")
@@ -38,15 +38,19 @@ class LlamaLayer:
 
 
 class LlamaModel:
-    def __init__(self, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype, max_positions: int):
+    def __init__(self, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype, max_positions: int,
+                 device: torch.device | str = "cpu"):
         self.config = config
         self.dtype = dtype
-        self.embed = state["model.embed_tokens.weight"].to(dtype).contiguous()
+        self.device = device = torch.device(device)
+        self.embed = state["model.embed_tokens.weight"].to(device=device, dtype=dtype).contiguous()
         head = state.get("lm_head.weight")
-        self.lm_head = self.embed if head is None or config.tie_word_embeddings else head.to(dtype).contiguous()
-        self.norm = state["model.norm.weight"].to(dtype)
-        self.layers = [LlamaLayer(state, f"model.layers.{i}.", dtype) for i in range(config.num_layers)]
-        self.rope = RotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling, max_positions, dtype)
+        tied = head is None or config.tie_word_embeddings
+        self.lm_head = self.embed if tied else head.to(device=device, dtype=dtype).contiguous()
+        self.norm = state["model.norm.weight"].to(device=device, dtype=dtype)
+        self.layers = [LlamaLayer(state, f"model.layers.{i}.", dtype, device) for i in range(config.num_layers)]
+        self.rope = RotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling, max_positions, dtype,
+                                    device)
         self.scale = config.head_dim ** -0.5
         c = config
         self.q_size, self.kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
@@ -56,6 +60,7 @@ class LlamaModel:
         """Run the new tokens of `batch`, writing their K/V into `pool`; return
         logits [num_sampled, vocab] for batch.logits_indices."""
         c = self.config
+        batch = batch.to(self.device)
         h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
         for i, layer in enumerate(self.layers):
             x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
@@ -84,7 +89,7 @@ class LlamaModel:
             for e in batch.extend_lens:
                 starts.append(starts[-1] + e)
             if batch.decode_rows:
-                idx = torch.tensor([starts[i] for i in batch.decode_rows])
+                idx = torch.tensor([starts[i] for i in batch.decode_rows], device=self.device)
                 out[idx] = decode_attention(
                     q[idx], k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale
                 )

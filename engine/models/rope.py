@@ -29,12 +29,13 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: dict) -> torch.Tensor:
 class RotaryEmbedding:
     """Precomputed cos/sin for every position up to max_positions."""
 
-    def __init__(self, head_dim: int, theta: float, scaling: dict, max_positions: int, dtype: torch.dtype):
+    def __init__(self, head_dim: int, theta: float, scaling: dict, max_positions: int, dtype: torch.dtype,
+                 device: torch.device | str = "cpu"):
         inv_freq = rope_inv_freq(head_dim, theta, scaling)
         freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)  # [max_positions, head_dim]
-        self.cos = emb.cos().to(dtype)
-        self.sin = emb.sin().to(dtype)
+        self.cos = emb.cos().to(device=device, dtype=dtype)
+        self.sin = emb.sin().to(device=device, dtype=dtype)
 
     def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         # x: [tokens, heads, head_dim]
