@@ -43,6 +43,9 @@ class Engine:
         self.model_path = path
         self.model_config = mc = ModelConfig.from_dir(path)
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        # A second instance for the engine thread: a Rust tokenizer used from two
+        # threads at once can fail with "Already borrowed" (encode mutates its settings).
+        self.detok_tokenizer = AutoTokenizer.from_pretrained(str(path))
         self.vocab_size = mc.vocab_size
         self.context_length = min(config.context_length or mc.max_position_embeddings, mc.max_position_embeddings)
         self.eos_token_ids = set(mc.eos_token_ids)
@@ -102,7 +105,7 @@ class Engine:
             prompt_ids=prompt_ids,
             params=params,
             sampler_state=SamplerState(params, prompt_ids, self.vocab_size),
-            stop_checker=StopChecker(params, self.eos_token_ids, self.tokenizer, prompt_ids),
+            stop_checker=StopChecker(params, self.eos_token_ids, self.detok_tokenizer, prompt_ids),
             max_output_len=min(params.max_tokens, self.context_length - len(prompt_ids)),
             tenant=tenant,
         )

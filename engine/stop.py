@@ -34,13 +34,17 @@ Search cost per token is O(1) in the output length:
 """
 from __future__ import annotations
 
-import re
+import logging
+
+import regex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.detokenizer import IncrementalDetokenizer
 from engine.sampling_params import SamplingParams
 
+REGEX_SEARCH_TIMEOUT_S = 0.05
+_log = logging.getLogger(__name__)
 DEFAULT_REGEX_HOLD_BACK_LEN = 64   # characters
 
 
@@ -60,7 +64,7 @@ class StopChecker:
         self._eos_token_ids = frozenset() if params.ignore_eos else frozenset(eos_token_ids)
         self._stop_token_ids = frozenset(params.stop_token_ids)
         self._stop_strings = list(params.stop)
-        self._stop_regexes = [re.compile(p) for p in params.stop_regex]
+        self._stop_regexes = [regex.compile(p) for p in params.stop_regex]
         longest = max((len(s) for s in self._stop_strings), default=0)
         self.hold_back_len = max(longest - 1, regex_hold_back_len if self._stop_regexes else 0, 0)
         self._detokenizer = IncrementalDetokenizer(tokenizer, prompt_ids, params.skip_special_tokens)
@@ -118,11 +122,18 @@ class StopChecker:
             start = self._text.find(stop, search_from)
             if start >= 0:
                 best = _earlier(best, (start, start + len(stop), stop))
-        for pattern in self._stop_regexes:
-            for m in pattern.finditer(self._text, self._num_streamed):
-                if m.end() > m.start():  # an empty match stops nothing
-                    best = _earlier(best, (m.start(), m.end(), m.group(0)))
-                    break
+        for pattern in list(self._stop_regexes):
+            try:
+                # `regex` rather than `re`: a search can be given a deadline, so a
+                # catastrophically backtracking pattern cannot stall the engine thread.
+                for m in pattern.finditer(self._text, self._num_streamed, timeout=REGEX_SEARCH_TIMEOUT_S):
+                    if m.end() > m.start():  # an empty match stops nothing
+                        best = _earlier(best, (m.start(), m.end(), m.group(0)))
+                        break
+            except TimeoutError:
+                _log.warning("stop regex %r exceeded %.2fs; it is dropped for this request",
+                             pattern.pattern, REGEX_SEARCH_TIMEOUT_S)
+                self._stop_regexes.remove(pattern)
         assert best is None or best[0] >= self._num_streamed, "a stop match inside streamed text"
         return best
 

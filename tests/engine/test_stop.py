@@ -254,3 +254,21 @@ def test_random_texts_against_a_brute_force_reference(tokenizer):
         cut = reference_cut(boundaries, text, stops, regexes)
         assert checker.text == (text if cut is None else text[:cut]), (text, stops, regexes)
         assert (result.finish_reason == "stop") == (cut is not None)
+
+
+def test_catastrophic_stop_regex_cannot_stall_the_engine(tokenizer, caplog):
+    import time
+
+    from engine.sampling_params import SamplingParams
+    from engine.stop import StopChecker
+
+    params = SamplingParams(max_tokens=200, stop_regex=[r"(a|a)+c"]).validate()
+    checker = StopChecker(params, set(), tokenizer, regex_hold_back_len=64)
+    a_id = tokenizer.encode("a", add_special_tokens=False)[0]
+    start = time.monotonic()
+    for i in range(60):
+        checker.append(a_id, i + 1)
+    result = checker.append(a_id, 61)
+    assert time.monotonic() - start < 5.0
+    assert result.finish_reason is None  # the pathological pattern was dropped, the request goes on
+    assert any("exceeded" in r.getMessage() for r in caplog.records)
