@@ -46,6 +46,8 @@ class SamplingParams:
     include_stop_str_in_output: bool = False
     logprobs: int | None = None   # None: none; 0: the chosen token's; k > 0: also the top k
     skip_special_tokens: bool = True
+    # Constrained decoding (engine.grammar.GrammarSpec): JSON schema, JSON object, regex or EBNF.
+    grammar: object | None = None
 
     @property
     def is_greedy(self) -> bool:

@@ -1,0 +1,16 @@
+"""The engine's HTTP server: OpenAI-compatible API, /health, /metrics, /flush_cache.
+
+Map of the package:
+- `main` / `cli_args` / `settings`: the `ocrserve engine` command, its flags, and
+  the one place every HTTP-side timeout is set.
+- `app`: the FastAPI factory; `engine_lifecycle` loads the engine in the
+  background (503 meanwhile) and shuts it down once.
+- `deps`: shared context, API/admin key checks, readiness.
+- `protocol`: request bodies; `sampling_request`: body -> SamplingParams;
+  `chat_prompt` + `image_urls`: messages -> prompt via the chat template.
+- `request_body`: capped, deadline-bound body reading; `request_lifetime`:
+  deadline and client-disconnect watching; `generation`: one engine request,
+  aborted on every early way out; `streaming`: SSE; `responses` +
+  `logprobs_format`: OpenAI wire shapes; `api_errors`: OpenAI-shaped errors.
+- `routes_chat`, `routes_completions`, `routes_admin`: thin handlers.
+"""

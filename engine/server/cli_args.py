@@ -1,0 +1,108 @@
+"""Command-line arguments of `ocrserve engine`, turned into `EngineConfig` and `ServerSettings`."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from engine.server.settings import DEFAULT_PORT, ServerSettings
+
+BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+              "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """'1073741824', '1GiB', '512MiB', '1.5GB' -> bytes."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if match is None or match.group(2).lower() not in BYTE_UNITS:
+        raise argparse.ArgumentTypeError(f"not a byte size: {text!r} (examples: 2147483648, 2GiB, 512MiB)")
+    num_bytes = int(float(match.group(1)) * BYTE_UNITS[match.group(2).lower()])
+    if num_bytes <= 0:
+        raise argparse.ArgumentTypeError(f"byte size must be positive: {text!r}")
+    return num_bytes
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer: {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocrserve engine",
+        description="Serve one model with the ocrserve engine behind an OpenAI-compatible HTTP API.")
+    parser.add_argument("--model", required=True,
+                        help="built-in model name (e.g. smollm2-135m), a Hugging Face checkpoint folder, or a .gguf file")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to bind (0: any free port)")
+    kv = parser.add_mutually_exclusive_group()
+    kv.add_argument("--kv-tokens", type=positive_int, help="KV pool size in tokens")
+    kv.add_argument("--kv-memory", type=parse_bytes, help="KV pool size in bytes (e.g. 2GiB)")
+    parser.add_argument("--context-length", type=positive_int, help="longest prompt+output (default: the model's)")
+    parser.add_argument("--max-prefill-tokens", type=positive_int, default=512,
+                        help="chunked-prefill token budget per step")
+    parser.add_argument("--max-running-requests", type=positive_int, default=64)
+    parser.add_argument("--schedule-policy", choices=("fcfs", "lpm"), default="fcfs")
+    parser.add_argument("--disable-prefix-cache", action="store_true")
+    parser.add_argument("--share-prefix-cache-across-tenants", action="store_true")
+    parser.add_argument("--num-threads", type=positive_int, help="torch threads on CPU")
+    parser.add_argument("--debug", action="store_true", help="engine debug checks (poisoned KV slots, owners)")
+    parser.add_argument("--api-key", default=os.environ.get("OCRSERVE_ENGINE_API_KEY"),
+                        help="required as 'Authorization: Bearer KEY' on /v1/* (env OCRSERVE_ENGINE_API_KEY)")
+    parser.add_argument("--admin-key", default=os.environ.get("OCRSERVE_ENGINE_ADMIN_KEY"),
+                        help="required on /flush_cache; default: the API key (env OCRSERVE_ENGINE_ADMIN_KEY)")
+    parser.add_argument("--served-model-name", action="append", default=[],
+                        help="name(s) clients use in 'model' (repeatable; default: the engine's model name)")
+    parser.add_argument("--max-request-bytes", type=parse_bytes, default=ServerSettings.max_request_bytes,
+                        help="largest request body accepted (413 above)")
+    parser.add_argument("--request-timeout", type=positive_float, default=ServerSettings.request_timeout_s,
+                        help="seconds one request may take, body upload and generation included")
+    parser.add_argument("--keep-alive-timeout", type=positive_int, default=ServerSettings.keep_alive_timeout_s,
+                        help="seconds an idle keep-alive connection stays open between requests")
+    parser.add_argument("--shutdown-grace", type=non_negative_int, default=ServerSettings.shutdown_grace_s,
+                        help="seconds in-flight requests get to finish on SIGTERM before they are aborted")
+    parser.add_argument("--image-url-allowlist", action="append", default=[], metavar="HOST",
+                        help="host an http(s) image_url may name (repeatable; default: none)")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                        default=ServerSettings.log_level)
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        host=args.host, port=args.port, api_key=args.api_key or None, admin_key=args.admin_key or None,
+        served_model_names=tuple(args.served_model_name), max_request_bytes=args.max_request_bytes,
+        request_timeout_s=args.request_timeout, keep_alive_timeout_s=args.keep_alive_timeout,
+        shutdown_grace_s=args.shutdown_grace, image_url_host_allowlist=tuple(args.image_url_allowlist),
+        log_level=args.log_level,
+    )
+
+
+def engine_config_from_args(args: argparse.Namespace):
+    """The engine's `EngineConfig` (ValueError when the engine refuses the combination)."""
+    from engine.config import EngineConfig
+
+    return EngineConfig(
+        model=args.model, kv_tokens=args.kv_tokens, kv_memory_bytes=args.kv_memory,
+        context_length=args.context_length, max_prefill_tokens=args.max_prefill_tokens,
+        max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
+        enable_prefix_cache=not args.disable_prefix_cache,
+        share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,
+        num_threads=args.num_threads, debug=args.debug,
+    )

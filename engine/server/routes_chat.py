@@ -1,0 +1,69 @@
+"""POST /v1/chat/completions."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from engine.server.api_errors import ApiError
+from engine.server.chat_prompt import render_chat_prompt
+from engine.server.deps import get_context, require_api_key, require_ready
+from engine.server.generation import GenerationRun
+from engine.server.logprobs_format import TokenTexts, chat_logprobs
+from engine.server.protocol import ChatCompletionRequest
+from engine.server.request_body import read_json_body
+from engine.server.request_lifetime import RequestDeadline
+from engine.server.responses import (ResponseHeader, chat_chunk, chat_completion_body, usage_body,
+                                     usage_chunk)
+from engine.server.sampling_request import chat_sampling_params
+from engine.server.streaming import ABORTED_MESSAGE, EventStreamResponse, sse_events
+
+router = APIRouter()
+
+
+@router.post("/v1/chat/completions", dependencies=[Depends(require_api_key), Depends(require_ready)])
+async def create_chat_completion(request: Request) -> Response:
+    context = get_context(request)
+    engine, settings = context.engine, context.settings
+    deadline = RequestDeadline(settings.request_timeout_s)
+    body = await read_json_body(request, ChatCompletionRequest, settings.max_request_bytes, deadline)
+    header = ResponseHeader(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), context.resolve_model(body.model))
+    params = chat_sampling_params(body, engine.vocab_size)
+    prompt = render_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
+                                settings.image_url_host_allowlist)
+    run = await GenerationRun.start(engine, request, prompt, params, header.response_id, body.tenant_key,
+                                    deadline)
+    token_texts = TokenTexts(engine.tokenizer) if body.logprobs else None
+
+    def logprobs_of(items: list) -> dict | None:
+        return chat_logprobs(token_texts, items) if token_texts is not None else None
+
+    if body.is_stream:
+        include_usage = body.include_usage_in_stream
+
+        def delta_chunk(output) -> dict | None:
+            if not output.delta_text and not (token_texts and output.delta_logprobs):
+                return None
+            return chat_chunk(header, {"content": output.delta_text}, None, logprobs_of(output.delta_logprobs),
+                              include_usage)
+
+        def finish_chunk(last) -> dict:
+            return chat_chunk(header, {}, last.finish_reason, None, include_usage)
+
+        def final_usage(last) -> dict:
+            usage = usage_body(last.num_prompt_tokens, last.num_output_tokens, last.num_cached_tokens)
+            return usage_chunk(header, "chat.completion.chunk", usage)
+
+        opening = [chat_chunk(header, {"role": "assistant", "content": ""}, None, None, include_usage)]
+        return EventStreamResponse(sse_events(run, opening, delta_chunk, finish_chunk,
+                                              final_usage if include_usage else None))
+
+    final = await run.collect()
+    last = final.last
+    if last.finish_reason == "abort":
+        raise ApiError(503, ABORTED_MESSAGE, "aborted")
+    usage = usage_body(last.num_prompt_tokens, last.num_output_tokens, last.num_cached_tokens)
+    return JSONResponse(chat_completion_body(header, last.text, last.finish_reason, logprobs_of(final.logprobs),
+                                             usage))

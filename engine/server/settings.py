@@ -1,0 +1,47 @@
+"""Settings of the engine's HTTP layer, every timeout among them.
+
+DESIGN invariant 7: every timeout is explicit and configured here, in one place;
+no library default may cut a stalled upload or a stream shorter than
+`request_timeout_s`. The table is the complete list of clocks on the request path:
+
+| setting | what it bounds | where it is applied |
+|---|---|---|
+| request_timeout_s | one request end to end: reading its body, waiting in the queue, generating | `RequestDeadline` (body read, every wait on the engine) |
+| keep_alive_timeout_s | an idle keep-alive connection *between* requests (never a request in progress) | uvicorn `timeout_keep_alive` |
+| shutdown_grace_s | on SIGTERM/SIGINT, how long in-flight requests may keep running; then the engine aborts them (clients get an error event or a 503) | `EngineHTTPServer.shutdown`; uvicorn `timeout_graceful_shutdown` = this + `SHUTDOWN_FLUSH_S` (2 s) to deliver those answers |
+
+Nothing else on the path has a clock: uvicorn's h11 protocol has no body-read
+or send timeout, and the server sets no socket options (no TCP_USER_TIMEOUT,
+no SO_RCVTIMEO), so a stalled upload or a slow stream reader is bounded only by
+`request_timeout_s`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PORT = 30000
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    api_key: str | None = None            # None: /v1/* is open (the engine binds to loopback by default)
+    admin_key: str | None = None          # None: falls back to api_key
+    served_model_names: tuple[str, ...] = ()   # empty: the engine's own model name
+    # A page image as a base64 data: URL is a few MiB; 32 MiB leaves room for
+    # several while still refusing absurd bodies before they are buffered.
+    max_request_bytes: int = 32 * 1024 * 1024
+    request_timeout_s: float = 600.0
+    keep_alive_timeout_s: int = 5
+    shutdown_grace_s: int = 10
+    image_url_host_allowlist: tuple[str, ...] = ()   # hosts an http(s) image_url may name
+    log_level: str = "warning"
+
+    def __post_init__(self) -> None:
+        assert self.max_request_bytes > 0 and self.request_timeout_s > 0
+        assert self.keep_alive_timeout_s > 0 and self.shutdown_grace_s >= 0
+
+    @property
+    def effective_admin_key(self) -> str | None:
+        return self.admin_key if self.admin_key is not None else self.api_key

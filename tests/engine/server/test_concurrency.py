@@ -1,0 +1,51 @@
+"""32 concurrent requests are batched together and each gets exactly the answer it gets alone."""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from .conftest import API_KEY, MODEL
+
+TOPICS = ["rivers", "owls", "bridges", "tea", "volcanoes", "chess", "bicycles", "glaciers", "maps", "bees",
+          "lighthouses", "clocks", "deserts", "violins", "comets", "bread", "tides", "ferns", "trains", "coral",
+          "kites", "salt", "moss", "whales", "ink", "caves", "lanterns", "wool", "stars", "rain", "paper", "foxes"]
+MAX_TOKENS = 12
+
+
+def ask(client: httpx.Client, topic: str) -> str:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": f"Tell me one fact about {topic}."}],
+            "max_tokens": MAX_TOKENS, "temperature": 0}
+    response = client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["message"]["content"]
+
+
+def test_32_concurrent_greedy_requests_equal_each_alone(engine_server):
+    assert len(TOPICS) == 32
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    with httpx.Client(base_url=engine_server.base_url, timeout=300, limits=limits,
+                      headers={"Authorization": f"Bearer {API_KEY}"}) as client:
+        alone = [ask(client, topic) for topic in TOPICS]
+        done = threading.Event()
+        most_running = 0
+
+        def watch_running() -> None:
+            nonlocal most_running
+            while not done.is_set():
+                most_running = max(most_running, engine_server.metrics()["ocrserve_requests_running"])
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch_running)
+        watcher.start()
+        try:
+            with ThreadPoolExecutor(max_workers=32) as pool:
+                together = list(pool.map(lambda topic: ask(client, topic), TOPICS))
+        finally:
+            done.set()
+            watcher.join()
+    assert together == alone
+    # Batched, not serialised by the HTTP layer: many requests ran in one engine batch.
+    assert most_running >= 16

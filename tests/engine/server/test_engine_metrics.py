@@ -1,0 +1,98 @@
+"""EngineMetrics on its own: every series at zero from construction, hooks move the right series."""
+from __future__ import annotations
+
+import threading
+
+from engine.metrics import EngineMetrics
+
+from .conftest import read_metrics
+
+SERIES_AT_ZERO = [
+    "ocrserve_requests_received_total",
+    "ocrserve_requests_running",
+    "ocrserve_requests_waiting",
+    "ocrserve_kv_cache_usage_ratio",
+    "ocrserve_kv_cache_used_tokens",
+    "ocrserve_kv_cache_total_tokens",
+    "ocrserve_prefix_cache_tokens",
+    "ocrserve_prefix_cache_hit_rate",
+    "ocrserve_cached_prompt_tokens_total",
+    "ocrserve_prompt_tokens_total",
+    "ocrserve_generation_tokens_total",
+    'ocrserve_request_success_total{finish_reason="stop"}',
+    'ocrserve_request_success_total{finish_reason="length"}',
+    'ocrserve_request_success_total{finish_reason="abort"}',
+    "ocrserve_time_to_first_token_seconds_count",
+    "ocrserve_time_to_first_token_seconds_sum",
+    'ocrserve_time_to_first_token_seconds_bucket{le="+Inf"}',
+    "ocrserve_inter_token_latency_seconds_count",
+    "ocrserve_inter_token_latency_seconds_sum",
+    'ocrserve_inter_token_latency_seconds_bucket{le="+Inf"}',
+    "ocrserve_retractions_total",
+    "ocrserve_request_aborts_total",
+]
+
+
+def test_every_series_exists_at_zero_from_construction():
+    samples = read_metrics(EngineMetrics("m").render().decode())
+    for name in SERIES_AT_ZERO:
+        assert samples.get(name) == 0.0, name
+    assert samples['ocrserve_model_info{model_name="m"}'] == 1.0
+
+
+def test_hooks_move_their_series():
+    metrics = EngineMetrics("m")
+    metrics.on_request_arrived()
+    metrics.on_prefill_admitted(num_prompt_tokens=100, num_cached_tokens=0)
+    metrics.on_prefill_admitted(num_prompt_tokens=100, num_cached_tokens=60)
+    metrics.on_first_token(0.3)
+    metrics.on_inter_token(0.03)
+    metrics.on_inter_token(0.05)
+    metrics.on_request_finished(num_prompt_tokens=100, num_output_tokens=7, finish_reason="length")
+    metrics.on_abort()
+    metrics.on_retract(2)
+    metrics.set_state(num_running=3, num_waiting=1, kv_used_tokens=256, kv_total_tokens=1024, num_cached_tokens=90)
+    samples = read_metrics(metrics.render().decode())
+    assert samples["ocrserve_requests_received_total"] == 1
+    assert samples["ocrserve_cached_prompt_tokens_total"] == 60
+    assert samples["ocrserve_prefix_cache_hit_rate"] == 0.3
+    assert samples["ocrserve_time_to_first_token_seconds_count"] == 1
+    assert samples['ocrserve_time_to_first_token_seconds_bucket{le="0.25"}'] == 0
+    assert samples['ocrserve_time_to_first_token_seconds_bucket{le="0.5"}'] == 1
+    assert samples["ocrserve_inter_token_latency_seconds_count"] == 2
+    assert samples["ocrserve_prompt_tokens_total"] == 100
+    assert samples["ocrserve_generation_tokens_total"] == 7
+    assert samples['ocrserve_request_success_total{finish_reason="length"}'] == 1
+    assert samples['ocrserve_request_success_total{finish_reason="stop"}'] == 0
+    assert samples["ocrserve_request_aborts_total"] == 1
+    assert samples["ocrserve_retractions_total"] == 2
+    assert samples["ocrserve_requests_running"] == 3
+    assert samples["ocrserve_requests_waiting"] == 1
+    assert samples["ocrserve_kv_cache_used_tokens"] == 256
+    assert samples["ocrserve_kv_cache_total_tokens"] == 1024
+    assert samples["ocrserve_kv_cache_usage_ratio"] == 0.25
+    assert samples["ocrserve_prefix_cache_tokens"] == 90
+
+
+def test_engines_have_separate_registries():
+    first, second = EngineMetrics("a"), EngineMetrics("b")
+    first.on_abort()
+    assert read_metrics(first.render().decode())["ocrserve_request_aborts_total"] == 1
+    assert read_metrics(second.render().decode())["ocrserve_request_aborts_total"] == 0
+
+
+def test_hit_rate_stays_consistent_under_concurrent_hooks():
+    metrics = EngineMetrics()
+
+    def admit() -> None:
+        for _ in range(2000):
+            metrics.on_prefill_admitted(num_prompt_tokens=4, num_cached_tokens=1)
+
+    threads = [threading.Thread(target=admit) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    samples = read_metrics(metrics.render().decode())
+    assert samples["ocrserve_cached_prompt_tokens_total"] == 8000
+    assert samples["ocrserve_prefix_cache_hit_rate"] == 0.25
