@@ -19,6 +19,8 @@ from engine.kv_pool import KVPool
 from engine.loader import resolve_model
 from engine.model_config import ModelConfig
 from engine.model_runner import _DTYPES, ModelRunner
+from engine.multimodal.config import MultimodalConfig
+from engine.multimodal.image_decode import ImageData
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestOutput, RequestStatus
 from engine.sampler import Sampler, SamplerState
@@ -34,7 +36,7 @@ class EngineStartupError(RuntimeError):
 class Engine:
     """Synchronous core. Not thread-safe: one thread calls add_request/step/abort."""
 
-    def __init__(self, config: EngineConfig, metrics=None):
+    def __init__(self, config: EngineConfig, metrics=None, multimodal_config: MultimodalConfig | None = None):
         self.config = config
         self.metrics = metrics
         if config.num_threads:
@@ -69,18 +71,37 @@ class Engine:
                            config.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
         self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
                       if config.enable_prefix_cache else None)
-        self.runner = ModelRunner(path, mc, config.dtype, self.context_length, config.device)
+        self.multimodal_config = multimodal_config or MultimodalConfig()
+        self.multimodal = None  # builds image requests; None: the model takes text only
+        if mc.is_multimodal:
+            from engine.multimodal.prompt_builder import MultimodalPromptBuilder
+
+            self.multimodal = MultimodalPromptBuilder(path, mc, self.multimodal_config)
+        self.runner = ModelRunner(path, mc, config.dtype, self.context_length, config.device,
+                                  encoder_cache_bytes=self.multimodal_config.encoder_cache_bytes)
         self.scheduler = Scheduler(config, self.pool, self.cache, metrics)
         self.sampler = Sampler(mc.vocab_size)
+        self._grammar_backend = None  # started on the first constrained request (a compile worker process)
+        self._grammar_lock = threading.Lock()
         self.requests: dict[str, Request] = {}
         self._owner_ids = itertools.count(1)
         self._seed_rng = torch.Generator().manual_seed(config.seed)
+        self._seed_lock = threading.Lock()  # make_request runs on caller threads (image requests: a worker)
         self.num_steps = 0
+
+    @property
+    def supports_images(self) -> bool:
+        return self.multimodal is not None
 
     # -- admission -------------------------------------------------------------
     def make_request(self, prompt: str | Sequence[int], params: SamplingParams,
-                     request_id: str | None = None, tenant: str = "") -> Request:
-        """Validate and build a request (no engine state touched: callable from any thread)."""
+                     request_id: str | None = None, tenant: str = "",
+                     images: Sequence[ImageData] | None = None) -> Request:
+        """Validate and build a request (no engine state touched: callable from any thread).
+
+        images: for a vision-language model, one per image placeholder in the prompt, in
+        order (encoded bytes, or PIL images); the chat template writes the placeholder for a
+        `{"type": "image"}` content part. Each placeholder is expanded to the image's tokens."""
         if not isinstance(params, SamplingParams):
             raise InvalidRequestError("params must be SamplingParams")
         params.validate(self.vocab_size)
@@ -96,9 +117,24 @@ class Engine:
         limit = self.context_length - 1  # room for at least one generated token
         if len(prompt_ids) > limit:
             raise PromptTooLongError(len(prompt_ids), limit)
+        multimodal = None
+        if self.multimodal is not None:
+            if images or self.multimodal.image_runs(prompt_ids):  # placeholders without images are refused too
+                multimodal = self.multimodal.build(prompt_ids, list(images or ()))
+                prompt_ids = multimodal.prompt_ids
+                if len(prompt_ids) > limit:  # with every image's tokens counted
+                    raise PromptTooLongError(len(prompt_ids), limit)
+        elif images:
+            raise InvalidRequestError(f"model {self.config.model!r} does not accept images", param="images")
+        grammar_state = None
+        if params.grammar is not None:
+            # May block up to the compile timeout: AsyncEngine calls this off the event loop.
+            grammar_state = self.grammar_backend().new_matcher(params.grammar)
         if params.seed is None:
             # Seeded here, once: a retracted request keeps the same random stream.
-            params = _with_seed(params, int(torch.randint(0, 2**62, (1,), generator=self._seed_rng)))
+            with self._seed_lock:
+                seed = int(torch.randint(0, 2**62, (1,), generator=self._seed_rng))
+            params = _with_seed(params, seed)
         return Request(
             request_id=request_id or uuid.uuid4().hex,
             owner_id=next(self._owner_ids),
@@ -108,10 +144,27 @@ class Engine:
             stop_checker=StopChecker(params, self.eos_token_ids, self.detok_tokenizer, prompt_ids),
             max_output_len=min(params.max_tokens, self.context_length - len(prompt_ids)),
             tenant=tenant,
+            multimodal=multimodal,
+            grammar_state=grammar_state,
         )
 
-    def add_request(self, prompt, params: SamplingParams, request_id: str | None = None, tenant: str = "") -> Request:
-        req = prompt if isinstance(prompt, Request) else self.make_request(prompt, params, request_id, tenant)
+    def grammar_backend(self):
+        with self._grammar_lock:
+            if self._grammar_backend is None:
+                from engine.grammar import GrammarBackend
+
+                self._grammar_backend = GrammarBackend(self.tokenizer, self.vocab_size,
+                                                       stop_token_ids=sorted(self.eos_token_ids))
+            return self._grammar_backend
+
+    def close(self) -> None:
+        if self._grammar_backend is not None:
+            self._grammar_backend.close()
+
+    def add_request(self, prompt, params: SamplingParams, request_id: str | None = None, tenant: str = "",
+                    images: Sequence[ImageData] | None = None) -> Request:
+        req = (prompt if isinstance(prompt, Request)
+               else self.make_request(prompt, params, request_id, tenant, images))
         if req.request_id in self.requests:
             raise InvalidRequestError(f"request id {req.request_id!r} is already in use")
         self.requests[req.request_id] = req
@@ -151,6 +204,11 @@ class Engine:
                 self.scheduler.cache_progress(req)
         outputs = []
         if sampled:
+            grammar_states = [r.grammar_state for r in sampled]
+            if any(g is not None for g in grammar_states):
+                from engine.grammar import apply_grammar
+
+                apply_grammar(logits, grammar_states)
             token_ids, logprobs = self.sampler.sample(logits, [r.sampler_state for r in sampled])
             now = time.monotonic()
             for req, token_id, lp in zip(sampled, token_ids, logprobs):
@@ -164,6 +222,11 @@ class Engine:
     def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
         req.output_ids.append(token_id)
         req.sampler_state.append(token_id)
+        grammar_done = False
+        if req.grammar_state is not None:
+            accepted = req.grammar_state.accept(token_id)
+            assert accepted, "the grammar mask admitted a token its matcher rejects"
+            grammar_done = req.grammar_state.is_terminated()
         result = req.stop_checker.append(token_id, len(req.output_ids))
         req.pending_text += result.delta_text
         req.pending_token_ids.append(token_id)
@@ -178,6 +241,9 @@ class Engine:
             req.first_token_time = now
         req.last_token_time = now
         reason = result.finish_reason
+        if reason is None and grammar_done:
+            reason = "stop"  # the grammar accepted a stop token the stop checker does not know
+            req.pending_text += req.stop_checker.flush("stop")
         if reason is None and len(req.output_ids) >= req.max_output_len:
             reason = "length"
             req.pending_text += req.stop_checker.flush()
@@ -198,6 +264,7 @@ class Engine:
             )
 
     def flush_cache(self) -> bool:
+        self.runner.encoder_cache.clear()
         if self.cache is None:
             return False
         self.cache.flush()
@@ -207,13 +274,15 @@ class Engine:
     # -- convenience -------------------------------------------------------------
     def generate(self, prompts: Sequence[str | Sequence[int]] | str,
                  params: SamplingParams | Sequence[SamplingParams] | None = None,
-                 tenant: str = "") -> list[RequestOutput]:
-        """Run prompts to completion together (continuous batching); outputs in prompt order."""
+                 tenant: str = "", images: Sequence[Sequence[ImageData] | None] | None = None) -> list[RequestOutput]:
+        """Run prompts to completion together (continuous batching); outputs in prompt order.
+        images[i]: the images of prompts[i] (see make_request)."""
         if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
             prompts = [prompts]
         params = params or SamplingParams()
         plist = list(params) if isinstance(params, Sequence) else [params] * len(prompts)
-        reqs = [self.add_request(p, sp, tenant=tenant) for p, sp in zip(prompts, plist)]
+        ilist = list(images) if images is not None else [None] * len(prompts)
+        reqs = [self.add_request(p, sp, tenant=tenant, images=im) for p, sp, im in zip(prompts, plist, ilist)]
         final: dict[str, RequestOutput] = {}
         while len(final) < len(reqs):
             for out in self.step():
@@ -231,8 +300,9 @@ def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
 class AsyncEngine:
     """Runs an Engine on its own thread; `generate` streams outputs to asyncio callers."""
 
-    def __init__(self, config: EngineConfig, metrics=None):
+    def __init__(self, config: EngineConfig, metrics=None, multimodal_config: MultimodalConfig | None = None):
         self.config = config
+        self.multimodal_config = multimodal_config
         if metrics is None:
             from engine.metrics import EngineMetrics
 
@@ -248,14 +318,14 @@ class AsyncEngine:
 
     def start(self) -> None:
         try:
-            self.engine = Engine(self.config, self.metrics)
+            self.engine = Engine(self.config, self.metrics, self.multimodal_config)
         except BaseException as exc:
             self.startup_error = exc
             raise
         e = self.engine
         self.tokenizer, self.context_length, self.vocab_size = e.tokenizer, e.context_length, e.vocab_size
         self.model_name = self.config.model
-        self.supports_images = False
+        self.supports_images = e.supports_images
         self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
         self._thread.start()
         e._report_state()
@@ -323,12 +393,20 @@ class AsyncEngine:
             self._streams.pop(request_id, None)
 
     async def generate(self, prompt: str | list[int], params: SamplingParams,
-                       request_id: str | None = None, tenant: str = "") -> AsyncIterator[RequestOutput]:
+                       request_id: str | None = None, tenant: str = "",
+                       images: Sequence[ImageData] | None = None) -> AsyncIterator[RequestOutput]:
+        """images: see Engine.make_request (encoded bytes, one per image placeholder in the prompt)."""
         if not self.is_ready:
             from engine.errors import EngineOverloadedError
 
             raise EngineOverloadedError("the engine is still loading")
-        req = self.engine.make_request(prompt, params, request_id, tenant)
+        if images or params.grammar is not None:
+            # Decoding images or compiling a grammar takes a while: off the event loop. Tokenising stays here
+            # (one tokenizer must not be used from two threads at once).
+            ids = self.engine.tokenizer.encode(prompt, add_special_tokens=False) if isinstance(prompt, str) else prompt
+            req = await asyncio.to_thread(self.engine.make_request, ids, params, request_id, tenant, images)
+        else:
+            req = self.engine.make_request(prompt, params, request_id, tenant)
         rid = req.request_id
         if rid in self._streams:
             raise InvalidRequestError(f"request id {rid!r} is already in use")
@@ -373,4 +451,6 @@ class AsyncEngine:
         self._inbox.put(("stop", None))
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self.engine is not None:
+            self.engine.close()
         self.is_ready = False

@@ -14,7 +14,7 @@ class ForwardBatch:
     (cached prefix + earlier chunks + the new ones)."""
 
     input_ids: torch.Tensor      # [num_tokens] int64
-    positions: torch.Tensor      # [num_tokens] int64
+    positions: torch.Tensor      # [num_tokens] int64; [3, num_tokens] (t, h, w) for M-RoPE models (VLMs)
     out_slots: torch.Tensor      # [num_tokens] int64: KV slot each new token's K/V is written to
     extend_lens: list[int]       # per request
     kv_lens: list[int]           # per request

@@ -52,13 +52,28 @@ def resolve_model(name: str) -> Path:
 
 
 def load_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    """All tensors of a checkpoint folder, named in one layout (see `canonical_name`)."""
     files = sorted(path.glob("*.safetensors"))
     if not files:
         raise FileNotFoundError(f"no *.safetensors files in {path}")
     state: dict[str, torch.Tensor] = {}
     for f in files:
-        state.update(load_file(str(f)))
+        state.update((canonical_name(k), v) for k, v in load_file(str(f)).items())
     return state
+
+
+# Vision-language checkpoints come in two layouts: transformers 5 saves
+# `model.language_model.*` + `model.visual.*`; released Qwen2-VL/2.5-VL files
+# use `model.layers.*`, `model.embed_tokens.*` + `visual.*`. Both load as the
+# latter, which is also the text-only layout (`model.*`, `lm_head.*`).
+_VLM_PREFIXES = (("model.language_model.", "model."), ("model.visual.", "visual."))
+
+
+def canonical_name(name: str) -> str:
+    for old, new in _VLM_PREFIXES:
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
 
 
 # ---------------------------------------------------------------------------

@@ -9,16 +9,21 @@ from engine.forward_batch import ForwardBatch
 from engine.loader import load_state_dict
 from engine.model_config import ModelConfig
 from engine.models.llama import LlamaModel
+from engine.multimodal.batch_inputs import batch_input_embeds, batch_positions
+from engine.multimodal.encoder_cache import EncoderCache
 from engine.scheduler import ScheduledBatch
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class ModelRunner:
-    def __init__(self, path: Path, model_config: ModelConfig, dtype: str, max_positions: int, device: str = "cpu"):
+    def __init__(self, path: Path, model_config: ModelConfig, dtype: str, max_positions: int, device: str = "cpu",
+                 encoder_cache_bytes: int = 0):
         self.model_config = model_config
         state = load_state_dict(path)
-        self.model = LlamaModel(model_config, state, _DTYPES[dtype], max_positions, device)
+        self.model = load_model(path, model_config, state, _DTYPES[dtype], max_positions, device)
+        self.is_multimodal = model_config.is_multimodal
+        self.encoder_cache = EncoderCache(encoder_cache_bytes)  # vision-encoder outputs by image hash
 
     def forward(self, scheduled: ScheduledBatch, pool) -> torch.Tensor:
         """Logits [num_sampled, vocab] for the requests of `scheduled` that reach their end."""
@@ -29,4 +34,22 @@ class ModelRunner:
             kv_slots=[r.kv_slots[: r.num_computed + n] for r, n in zip(reqs, scheduled.extend_lens)],
             sample_rows=scheduled.sample,
         )
+        if self.is_multimodal:  # M-RoPE positions for every row; image embeddings where a chunk has them
+            batch.positions = batch_positions(reqs, scheduled.extend_lens)
+            batch.input_embeds = batch_input_embeds(self.model, self.encoder_cache, reqs, scheduled.extend_lens,
+                                                    batch.input_ids)
         return self.model.forward(batch, pool)
+
+
+def load_model(path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
+               max_positions: int, device: str):
+    """The model class for the checkpoint's architecture (VLM modules import transformers' vision code)."""
+    if config.architecture == "GlmOcrForConditionalGeneration":
+        from engine.models.glm_ocr import GlmOcrModel
+
+        return GlmOcrModel(path, config, state, dtype, max_positions, device)
+    if config.architecture in ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"):
+        from engine.models.qwen2_vl import Qwen2VLModel
+
+        return Qwen2VLModel(path, config, state, dtype, max_positions, device)
+    return LlamaModel(config, state, dtype, max_positions, device)

@@ -4,12 +4,16 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
 from engine.sampler import SamplerState, TokenLogprobs
 from engine.sampling_params import SamplingParams
 from engine.stop import StopChecker
+
+if TYPE_CHECKING:
+    from engine.multimodal.prompt_builder import MultimodalInputs
 
 
 class RequestStatus(enum.Enum):
@@ -44,6 +48,8 @@ class Request:
     |                | the radix cache's (locked via cache_node), the rest its own    |
     | num_computed   | tokens whose K/V is in the pool                                |
     | output_ids     | generated tokens; the last one has no K/V yet                  |
+    | multimodal     | images of a VLM request: their spans in prompt_ids (expanded), |
+    |                | pixels, M-RoPE positions; None for text-only requests          |
     """
 
     request_id: str
@@ -54,7 +60,9 @@ class Request:
     stop_checker: StopChecker
     max_output_len: int            # max_tokens, clamped to the context length
     tenant: str = ""
+    grammar_state: object | None = None   # engine.grammar.GrammarState; kept across retraction
     arrival_time: float = field(default_factory=time.monotonic)
+    multimodal: MultimodalInputs | None = None
 
     status: RequestStatus = RequestStatus.WAITING
     output_ids: list[int] = field(default_factory=list)
@@ -76,6 +84,14 @@ class Request:
     @property
     def all_ids(self) -> list[int]:
         return self.prompt_ids + self.output_ids
+
+    @property
+    def cache_key_ids(self) -> list[int]:
+        """The radix-cache key of all_ids: an image's tokens become ids derived from its
+        content hash, so only the same image can share their K/V (prompt_builder.py)."""
+        if self.multimodal is None:
+            return self.all_ids
+        return self.multimodal.cache_key_ids + self.output_ids
 
     @property
     def num_tokens(self) -> int:

@@ -79,14 +79,14 @@ class Scheduler:
 
     def _admit(self, batch: ScheduledBatch, budget: int) -> None:
         if self.config.schedule_policy == "lpm" and self.cache is not None and len(self.waiting) > 1:
-            lens = {id(r): self.cache.match_prefix(r.all_ids[:-1], r.tenant).prefix_len for r in self.waiting}
+            lens = {id(r): self.cache.match_prefix(r.cache_key_ids[:-1], r.tenant).prefix_len for r in self.waiting}
             self.waiting = deque(sorted(self.waiting, key=lambda r: -lens[id(r)]))  # stable: FCFS among equals
         while self.waiting and budget > 0 and len(self.running) < self.config.max_running_requests:
             req = self.waiting[0]
             prefix_len, slots, node = 0, torch.empty(0, dtype=torch.int64), None
             if self.cache is not None:
                 # At least one token must run through the model to produce logits.
-                m = self.cache.match_prefix(req.all_ids[:-1], req.tenant)
+                m = self.cache.match_prefix(req.cache_key_ids[:-1], req.tenant)
                 prefix_len, slots, node = m.prefix_len, m.slots, m.node
                 self.cache.lock(node)
             n = min(req.num_tokens - prefix_len, budget)
@@ -156,7 +156,7 @@ class Scheduler:
         if self.cache is not None:
             computed = req.kv_slots[: req.num_computed]
             if req.num_computed > req.num_locked:
-                self.cache.insert(req.all_ids[: req.num_computed], computed, req.owner_id, req.tenant)
+                self.cache.insert(req.cache_key_ids[: req.num_computed], computed, req.owner_id, req.tenant)
             self.cache.unlock(req.cache_node)
             spare = req.kv_slots[req.num_computed:]  # allocated for a step that never ran
         else:
@@ -173,7 +173,7 @@ class Scheduler:
         cache's slots (duplicates of an equal prefix are freed by insert)."""
         if self.cache is None or req.num_computed <= req.num_locked:
             return
-        key = req.all_ids[: req.num_computed]
+        key = req.cache_key_ids[: req.num_computed]
         self.cache.insert(key, req.kv_slots[: req.num_computed], req.owner_id, req.tenant)
         m = self.cache.match_prefix(key, req.tenant)
         assert m.prefix_len == req.num_computed, "a just-inserted prefix must match in full"

@@ -44,3 +44,48 @@ class RotaryEmbedding:
         half = x.shape[-1] // 2
         rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
         return x * cos + rotated * sin
+
+
+class MRotaryEmbedding:
+    """Multimodal rotary embedding (M-RoPE) of Qwen2-VL and GLM-V.
+
+    A token has three positions (temporal, height, width; all equal for text).
+    The rotary frequencies are cut into `sections`, and section i rotates by
+    position i. Only the first `rotary_dim` dims of a head rotate (partial
+    rotary); the rest pass through. Qwen2-VL pairs dim j with j + rotary_dim/2
+    (half split); GLM pairs neighbours (2j, 2j+1) (`interleaved`).
+    """
+
+    def __init__(self, head_dim: int, rotary_dim: int, theta: float, sections: tuple[int, ...],
+                 max_positions: int, dtype: torch.dtype, interleaved: bool, device: torch.device | str = "cpu"):
+        inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.int64).float() / rotary_dim))
+        assert len(sections) == 3 and sum(sections) == inv_freq.numel(), (
+            f"mrope_section {sections} must have 3 parts summing to rotary_dim/2 = {inv_freq.numel()}")
+        assert rotary_dim <= head_dim and rotary_dim % 2 == 0
+        # Same float ops as the reference (position * inv_freq, then cos/sin), so tables agree bit for bit.
+        freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), inv_freq)  # [max_positions, rotary_dim/2]
+        self.cos = freqs.cos().to(device=device, dtype=dtype)
+        self.sin = freqs.sin().to(device=device, dtype=dtype)
+        sections_t = torch.tensor(sections)
+        self.section_of_freq = torch.repeat_interleave(torch.arange(3), sections_t).to(device)  # [rotary_dim/2]
+        self.freq_index = torch.arange(inv_freq.numel(), device=device)[:, None]
+        self.rotary_dim = rotary_dim
+        self.interleaved = interleaved
+
+    def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        # x: [tokens, heads, head_dim]; positions: [3, tokens] (or [tokens] for text-only batches)
+        if positions.dim() == 1:
+            positions = positions.expand(3, -1)
+        rows = positions[self.section_of_freq]                    # [rotary_dim/2, tokens]: each freq's position
+        cos = self.cos[rows, self.freq_index].T                   # [tokens, rotary_dim/2]
+        sin = self.sin[rows, self.freq_index].T
+        x_rot, x_pass = x[..., : self.rotary_dim], x[..., self.rotary_dim:]
+        if self.interleaved:
+            cos, sin = cos.repeat_interleave(2, dim=-1), sin.repeat_interleave(2, dim=-1)
+            rotated = torch.stack((-x_rot[..., 1::2], x_rot[..., 0::2]), dim=-1).flatten(-2)
+        else:
+            cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+            half = self.rotary_dim // 2
+            rotated = torch.cat((-x_rot[..., half:], x_rot[..., :half]), dim=-1)
+        out = x_rot * cos.unsqueeze(1) + rotated * sin.unsqueeze(1)
+        return out if x_pass.shape[-1] == 0 else torch.cat((out, x_pass), dim=-1)

@@ -7,7 +7,8 @@ with a status that says whose fault it is. Engine errors map as:
 |---|---|---|
 | PromptTooLongError | 400 | context_length_exceeded |
 | InvalidRequestError | 400 | invalid_request |
-| EngineOverloadedError | 503 | engine_overloaded |
+| GrammarError (an InvalidRequestError: bad, oversized or too slow grammar) | 400 | invalid_request, `param` response_format / regex / ebnf |
+| EngineOverloadedError (also: the grammar compiler stayed busy) | 503 | engine_overloaded |
 | anything unexpected | 500 | internal_error (traceback logged, never sent) |
 """
 from __future__ import annotations

@@ -2,14 +2,16 @@
 
 Unknown fields are refused (`extra="forbid"`): a misspelt `stop_regexp` must be a
 400, not a silently ignored option. OpenAI fields the engine does not implement
-are accepted only at their neutral value (`n=1`, no tools, no logit bias, plain
-text responses, no echo), so a client that relies on them gets a clear 400.
-Values (temperature >= 0, top_p in (0, 1], ...) are checked once, by
-`SamplingParams.validate`, not here.
+are accepted only at their neutral value (`n=1`, no tools, no logit bias, no
+echo), so a client that relies on them gets a clear 400. Values (temperature >= 0,
+top_p in (0, 1], ...) are checked once, by `SamplingParams.validate`, and grammar
+sources by the engine's `GrammarSpec.validate`, not here.
 
 Extensions beyond OpenAI: `top_k`, `min_p`, `repetition_penalty`, `stop_regex`,
 `stop_token_ids`, `ignore_eos`, `include_stop_str_in_output`,
-`skip_special_tokens`, `tenant` (prefix-cache isolation; `user` is the fallback).
+`skip_special_tokens`, `tenant` (prefix-cache isolation; `user` is the fallback),
+`response_format` on text completions too, and SGLang's `regex` / `ebnf`
+constraints (see `grammar_request`).
 """
 from __future__ import annotations
 
@@ -50,8 +52,20 @@ class ChatMessage(StrictModel):
     name: str | None = None
 
 
+class JsonSchemaFormat(StrictModel):
+    """OpenAI's `response_format.json_schema`. Output always conforms to `schema`,
+    whatever `strict` says (the grammar is compiled in strict mode)."""
+
+    name: str = Field(min_length=1, max_length=64)
+    description: str | None = None
+    # Named "schema" on the wire; as a Python name it would shadow a BaseModel attribute.
+    schema_object: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+
+
 class ResponseFormat(StrictModel):
-    type: Literal["text"]
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
 
 
 class GenerationFields(StrictModel):
@@ -79,6 +93,10 @@ class GenerationFields(StrictModel):
     user: str | None = None
     tenant: str | None = None
     logit_bias: dict[str, float] | None = None
+    # Constrained output: at most one of these (see grammar_request).
+    response_format: ResponseFormat | None = None
+    regex: str | None = None
+    ebnf: str | None = None
 
     @property
     def tenant_key(self) -> str:
@@ -98,7 +116,6 @@ class ChatCompletionRequest(GenerationFields):
     max_completion_tokens: int | None = None
     logprobs: bool | None = None
     top_logprobs: int | None = None
-    response_format: ResponseFormat | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: Literal["none", "auto"] | None = None   # harmless without tools
     parallel_tool_calls: bool | None = None

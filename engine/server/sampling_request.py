@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from engine.sampling_params import SamplingParams
 from engine.server.api_errors import ApiError
+from engine.server.grammar_request import grammar_spec
 from engine.server.protocol import ChatCompletionRequest, CompletionRequest, GenerationFields
 
 # Request field -> SamplingParams field, for the fields that carry over unchanged.
@@ -40,6 +41,9 @@ def common_sampling_kwargs(body: GenerationFields) -> dict:
         kwargs["stop"] = as_list(body.stop)
     if body.stop_regex is not None:
         kwargs["stop_regex"] = as_list(body.stop_regex)
+    grammar = grammar_spec(body)
+    if grammar is not None:
+        kwargs["grammar"] = grammar
     return kwargs
 
 

@@ -1,0 +1,128 @@
+"""GLM-OCR (transformers model type `glm_ocr`): the GLM-V text decoder over the
+paged KV pool, and transformers' GLM-OCR vision tower.
+
+How the decoder differs from Llama (transformers' modeling_glm_ocr / glm4v):
+
+| part      | GLM-OCR                                                               |
+|-----------|-----------------------------------------------------------------------|
+| layer     | four RMSNorms: input, post-self-attn (on the attention output, before |
+|           | the residual add), post-attention (before the MLP), post-MLP (on the  |
+|           | MLP output, before the residual add)                                  |
+| MLP       | one fused gate_up_proj, chunked gate-first: down(up * silu(gate))     |
+| attention | no q/k/v biases in GLM-OCR (GLM-4.1V has them; both load)             |
+| rotary    | M-RoPE with neighbouring dims paired (2j, 2j+1), on the first         |
+|           | head_dim * partial_rotary_factor dims only                            |
+
+Multi-token prediction (MTP): a checkpoint with `num_nextn_predict_layers`
+stores each MTP layer as decoder layer `num_hidden_layers + i`: a full GLM
+layer plus enorm/hnorm, eh_proj and a shared_head (norm, sometimes its own
+head). They are loaded into `mtp_layers` for speculative decoding; the
+forward pass here does not use them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from engine.forward_batch import ForwardBatch
+from engine.model_config import ModelConfig
+from engine.models.llama import LlamaModel, rms_norm
+from engine.models.rope import MRotaryEmbedding
+from engine.models.vision_tower import VisionTower
+
+
+class GlmOcrLayer:
+    # The q/k/v and output names match LlamaLayer's, so LlamaModel._attention runs this layer.
+    def __init__(self, state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype, device: torch.device):
+        def get(name: str) -> torch.Tensor | None:
+            t = state.pop(prefix + name, None)
+            return None if t is None else t.to(device=device, dtype=dtype).contiguous()
+
+        self.input_norm = get("input_layernorm.weight")
+        self.post_self_attn_norm = get("post_self_attn_layernorm.weight")
+        self.post_attention_norm = get("post_attention_layernorm.weight")
+        self.post_mlp_norm = get("post_mlp_layernorm.weight")
+        self.w_qkv = torch.cat([get(f"self_attn.{p}_proj.weight") for p in "qkv"]).contiguous()
+        biases = [get(f"self_attn.{p}_proj.bias") for p in "qkv"]
+        self.b_qkv = torch.cat(biases).contiguous() if biases[0] is not None else None
+        self.w_o = get("self_attn.o_proj.weight")
+        self.b_o = get("self_attn.o_proj.bias")
+        self.w_gate_up = get("mlp.gate_up_proj.weight")   # [2 * intermediate, hidden]: gate rows first
+        self.w_down = get("mlp.down_proj.weight")
+
+
+@dataclass
+class GlmMtpLayer:
+    """One multi-token-prediction layer: h' = block(eh_proj([enorm(embed(t)), hnorm(h)])),
+    logits = head(shared_head_norm(h')); `head`/`embed` are None when shared with the model."""
+
+    block: GlmOcrLayer
+    enorm: torch.Tensor
+    hnorm: torch.Tensor
+    eh_proj: torch.Tensor            # [hidden, 2 * hidden]
+    shared_head_norm: torch.Tensor
+    head: torch.Tensor | None = None
+    embed: torch.Tensor | None = None
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)  # anything else stored under the layer
+
+
+class GlmOcrModel(LlamaModel):
+    is_multimodal = True
+
+    def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
+                 max_positions: int, device: torch.device | str = "cpu"):
+        # Not LlamaModel.__init__: the layers differ. The attributes _attention reads are set here.
+        assert config.architecture == "GlmOcrForConditionalGeneration" and config.mrope_section
+        self.config = c = config
+        self.dtype = dtype
+        self.device = device = torch.device(device)
+        self.visual = VisionTower(path, config.architecture, state, dtype, device)
+        self.embed = state.pop("model.embed_tokens.weight").to(device=device, dtype=dtype).contiguous()
+        head = state.pop("lm_head.weight", None)
+        tied = head is None or config.tie_word_embeddings
+        self.lm_head = self.embed if tied else head.to(device=device, dtype=dtype).contiguous()
+        self.norm = state.pop("model.norm.weight").to(device=device, dtype=dtype)
+        self.layers = [GlmOcrLayer(state, f"model.layers.{i}.", dtype, device) for i in range(c.num_layers)]
+        self.mtp_layers = [self._load_mtp_layer(state, f"model.layers.{c.num_layers + i}.", dtype, device)
+                           for i in range(c.num_mtp_layers)]
+        rotary_dim = int(c.head_dim * c.partial_rotary_factor)
+        self.rope = MRotaryEmbedding(c.head_dim, rotary_dim, c.rope_theta, c.mrope_section, max_positions, dtype,
+                                     interleaved=True, device=device)
+        self.scale = c.head_dim ** -0.5
+        self.q_size, self.kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+
+    @staticmethod
+    def _load_mtp_layer(state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype,
+                        device: torch.device) -> GlmMtpLayer:
+        if prefix + "eh_proj.weight" not in state:
+            raise ValueError(f"the config declares MTP layers but the checkpoint has no {prefix}eh_proj.weight")
+        block = GlmOcrLayer(state, prefix, dtype, device)
+        rest = {k[len(prefix):]: state.pop(k).to(device=device, dtype=dtype)
+                for k in [k for k in state if k.startswith(prefix)]}
+        return GlmMtpLayer(block=block, enorm=rest.pop("enorm.weight"), hnorm=rest.pop("hnorm.weight"),
+                           eh_proj=rest.pop("eh_proj.weight"), shared_head_norm=rest.pop("shared_head.norm.weight"),
+                           head=rest.pop("shared_head.head.weight", None), embed=rest.pop("embed_tokens.weight", None),
+                           extra=rest)
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.embed[input_ids]  # [num_tokens, hidden]
+
+    def encode_image(self, pixel_values: torch.Tensor, grid_thw: tuple[int, int, int]) -> torch.Tensor:
+        return self.visual.encode(pixel_values, grid_thw)
+
+    @torch.inference_mode()
+    def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
+        """Logits [num_sampled, vocab] for batch.logits_indices; K/V of the new tokens go to `pool`."""
+        eps = self.config.rms_norm_eps
+        batch = batch.to(self.device)
+        h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
+        for i, layer in enumerate(self.layers):
+            attn = self._attention(i, layer, rms_norm(h, layer.input_norm, eps), batch, pool)
+            h = h + rms_norm(attn, layer.post_self_attn_norm, eps)
+            gate, up = F.linear(rms_norm(h, layer.post_attention_norm, eps), layer.w_gate_up).chunk(2, dim=-1)
+            h = h + rms_norm(F.linear(up * F.silu(gate), layer.w_down), layer.post_mlp_norm, eps)
+        h = rms_norm(h[batch.logits_indices], self.norm, eps)
+        return F.linear(h, self.lm_head).float()

@@ -1,0 +1,112 @@
+"""Prompt ids + images -> what a vision-language request carries.
+
+The chat template leaves one image token per image (between the image's start
+and end tokens). Each becomes t*h*w / merge^2 image tokens, one per merged
+patch, as the model's own processor expands it; a prompt that already holds
+the expanded run is accepted as is.
+
+Prefix-cache keys: an image's tokens are all the same id in the prompt, so
+keyed by token ids alone two different images would share cache entries.
+`cache_key_ids` replaces them by an id derived from the image's content hash,
+above any vocabulary: the same picture sent again matches, a different one
+(of the same size) stops matching where its tokens start. Everything else that
+shapes an image's K/V (its grid, hence the M-RoPE positions of what follows)
+is a function of its pixels, so the key covers it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from engine.errors import InvalidRequestError
+from engine.model_config import ModelConfig
+from engine.multimodal.config import MultimodalConfig
+from engine.multimodal.image_decode import ImageData, decode_image
+from engine.multimodal.image_processor import ImagePreprocessor
+from engine.multimodal.mrope import mrope_positions
+
+_KEY_BASE = 1 << 62  # image key ids live in [2^62, 2^63): beyond any vocabulary, still int64
+
+
+@dataclass(frozen=True, eq=False)
+class ImageSpan:
+    offset: int                     # index of the image's first token in the prompt
+    num_tokens: int
+    grid_thw: tuple[int, int, int]  # in patches, before merging
+    pixel_values: torch.Tensor      # [num_patches, patch_dim]: kept so a retracted request can re-encode
+    content_hash: bytes
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.num_tokens
+
+    @property
+    def key_id(self) -> int:
+        return _KEY_BASE + int.from_bytes(self.content_hash[:8], "big") % _KEY_BASE
+
+
+@dataclass(frozen=True, eq=False)
+class MultimodalInputs:
+    prompt_ids: list[int]           # with every image's tokens expanded
+    cache_key_ids: list[int]        # prompt_ids with image tokens replaced by their image's key id
+    images: tuple[ImageSpan, ...]   # in prompt order
+    positions: torch.Tensor         # [3, len(prompt_ids)] int64 M-RoPE positions
+    position_delta: int             # generated token n (whole-sequence index) sits at n + delta
+
+
+class MultimodalPromptBuilder:
+    def __init__(self, path: Path, model_config: ModelConfig, config: MultimodalConfig):
+        assert model_config.is_multimodal
+        self.config = config
+        self.image_token_id = model_config.image_token_id
+        self.preprocessor = ImagePreprocessor(path, model_config.architecture)
+        self.merge_size = self.preprocessor.merge_size
+
+    def image_runs(self, prompt_ids: Sequence[int]) -> list[tuple[int, int]]:
+        """(start, length) of each run of image tokens: one run per image."""
+        runs: list[tuple[int, int]] = []
+        for i, t in enumerate(prompt_ids):
+            if t != self.image_token_id:
+                continue
+            if runs and runs[-1][0] + runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((i, 1))
+        return runs
+
+    def build(self, prompt_ids: Sequence[int], images: Sequence[ImageData]) -> MultimodalInputs:
+        cfg = self.config
+        prompt_ids = list(prompt_ids)
+        if len(images) > cfg.max_images_per_request:
+            raise InvalidRequestError(f"the request has {len(images)} images; the limit is "
+                                      f"{cfg.max_images_per_request} per request", "images")
+        runs = self.image_runs(prompt_ids)
+        if len(runs) != len(images):
+            raise InvalidRequestError(f"the prompt has {len(runs)} image placeholders but {len(images)} images were "
+                                      "given; each image needs its own placeholder in the prompt", "images")
+        ids: list[int] = []
+        key_ids: list[int] = []
+        spans: list[ImageSpan] = []
+        cursor = 0
+        for index, ((start, length), data) in enumerate(zip(runs, images)):
+            label = f"image {index + 1}"
+            decoded = decode_image(data, index, cfg)
+            pixel_values, grid = self.preprocessor.preprocess(decoded.image, label)
+            num_tokens = grid[0] * grid[1] * grid[2] // self.merge_size ** 2
+            if length not in (1, num_tokens):
+                raise InvalidRequestError(f"{label} takes {num_tokens} tokens but its placeholder has {length}; "
+                                          "give one image token per image", "images")
+            ids += prompt_ids[cursor:start]
+            key_ids += prompt_ids[cursor:start]
+            span = ImageSpan(len(ids), num_tokens, grid, pixel_values, decoded.content_hash)
+            ids += [self.image_token_id] * num_tokens
+            key_ids += [span.key_id] * num_tokens
+            spans.append(span)
+            cursor = start + length
+        ids += prompt_ids[cursor:]
+        key_ids += prompt_ids[cursor:]
+        positions, delta = mrope_positions(len(ids), [(s.offset, s.grid_thw) for s in spans], self.merge_size)
+        return MultimodalInputs(ids, key_ids, tuple(spans), positions, delta)
