@@ -8,9 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.commands import SUBCOMMANDS, run_subcommand
+
 VERSION = "0.1.0"
 COMMANDS = {
     "engine": "serve a model with the ocrserve engine (OpenAI-compatible API); see `ocrserve engine --help`",
+    **SUBCOMMANDS,
 }
 
 
@@ -28,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         from engine.server.main import main as engine_main   # lazy: pulls in torch
 
         return engine_main(argv[1:])
+    if argv and argv[0] in SUBCOMMANDS:
+        return run_subcommand(argv[0], argv[1:])
     parser = build_parser()
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("command", nargs="?", help=argparse.SUPPRESS)

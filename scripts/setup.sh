@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(redis-server tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0)
+APT_PACKAGES=(redis-server tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 chromium fonts-dejavu-core)
 if command -v apt-get >/dev/null 2>&1; then
     missing=()
     for p in "${APT_PACKAGES[@]}"; do

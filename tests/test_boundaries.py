@@ -20,6 +20,8 @@ def imported_after(module: str) -> set[str]:
     ("kernels.paged_attention", {"engine", "vision", "workers", "app"}),
     ("vision.page_analysis", {"engine", "torch", "workers", "app"}),
     ("app.cli", {"torch", "engine"}),
+    ("app.main", {"torch", "engine"}),
+    ("workers.tasks", {"torch", "engine", "app"}),
 ])
 def test_imports_flow_one_way(module, forbidden):
     loaded = {name.split(".")[0] for name in imported_after(module)}

@@ -1,0 +1,16 @@
+"""The document pipeline and the Celery tasks that run it. Imports `vision`;
+talks to the engine only over HTTP (OpenAI chat completions); never imports
+`engine` or torch.
+
+- `settings`: every OCRSERVE_* setting of the service, one pydantic `Settings`.
+- `data_dir`: where uploads, results, the job store and the embedded broker live.
+- `job_model`, `job_store`: jobs, files, pages and their results in one SQLite file.
+- `job_service`: submit (all input checks, before any heavy work), read, cancel.
+- `celery_app`, `embedded_broker`: the Celery app on Redis or on embedded SQLite.
+- `tasks`, `job_runner`: job -> pages chord -> finish; retries, fallbacks, results.
+- `recovery`: re-queueing unfinished jobs when the embedded-broker worker starts.
+- `recognizer`, `openai_recognizer`, `tesseract_recognizer`: crops in, text out.
+- `page_pipeline`: render -> layout -> lines -> crops -> recognition -> regions.
+- `page_result`, `text_layer_fallback`: a page's regions, ok / fallback / failed.
+- `document_result`, `searchable_pdf`: the JSON, Markdown, text and PDF outputs.
+"""

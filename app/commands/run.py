@@ -1,0 +1,209 @@
+"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--force]`
+
+The batch folder job, with no server running: it starts a private worker (and
+our engine, when it is the recogniser) on loopback with an embedded broker in
+a temporary data directory, submits every input as its own job, shows
+progress (files and pages), writes each input's results as they finish,
+prints a summary and stops what it started. Inputs already done (same bytes,
+pages and formats; see `app.batch_inputs`) are skipped unless --force.
+
+Exit status: 0 when every input was read, 1 when any input or page failed,
+2 when nothing could start (bad arguments, a recogniser that cannot work).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.batch_inputs import BatchInput, BatchInputError, RunManifest, file_sha256, find_inputs
+from workers.settings import Settings
+
+SUMMARY = "OCR files and folders to Markdown/JSON/text/PDF without a server"
+POLL_INTERVAL_S = 0.25
+OWNER = "cli"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF/PNG/JPEG/TIFF files or folders")
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--formats", default="md,json,txt,pdf", help="comma-separated: md,json,txt,pdf")
+    parser.add_argument("--pages", default=None, help="pages of each input, e.g. 1-5,8 (pages past the end are skipped)")
+    parser.add_argument("--dpi", type=float, default=None, help="render resolution for PDF pages")
+    parser.add_argument("--force", action="store_true", help="redo inputs already done")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: OCRSERVE_WORKER_CONCURRENCY)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("run", help=SUMMARY, description=SUMMARY)
+    configure(parser)
+    parser.set_defaults(handler=main)
+    return parser
+
+
+@dataclass
+class Tally:
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)   # (input, reason)
+    pages_ok: int = 0
+    pages_fallback: int = 0
+    pages_failed: int = 0
+
+
+def main(args: argparse.Namespace) -> int:
+    from workers.job_service import parse_formats
+    from vision.limits import InputError
+
+    try:
+        formats = parse_formats(args.formats)
+        items = find_inputs(args.inputs)
+    except (BatchInputError, InputError) as exc:
+        print(f"ocrserve run: {exc}", file=sys.stderr)
+        return 2
+    out_dir: Path = args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = RunManifest(out_dir)
+    tally = Tally()
+    todo: list[tuple[BatchInput, str]] = []
+    for item in items:
+        sha256 = file_sha256(item.path)
+        if not args.force and manifest.is_done(item, out_dir, sha256, args.pages, formats):
+            tally.skipped.append(str(item.path))
+        else:
+            todo.append((item, sha256))
+    if todo:
+        code = _run_jobs(args, todo, formats, out_dir, manifest, tally)
+        if code is not None:
+            return code
+    _print_summary(tally, len(items))
+    return 1 if tally.failed or tally.pages_failed else 0
+
+
+def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], formats: tuple[str, ...],
+              out_dir: Path, manifest: RunManifest, tally: Tally) -> int | None:
+    from tqdm import tqdm
+
+    from app.local_services import ServiceStartError, child_env, start_engine, start_worker
+    from vision.limits import InputError
+    from workers.job_service import JobService, Upload
+    from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
+
+    tmp = Path(tempfile.mkdtemp(prefix="ocrserve-run-"))
+    settings = Settings(data_dir=tmp, broker_url=None)
+    children = []
+    try:
+        if settings.starts_own_engine:
+            engine, engine_url = start_engine(settings, child_env(settings), 0, tmp / "engine.log")
+            children.append(engine)
+            settings = settings.model_copy(update={"engine_url": engine_url})
+        build_recognizer(settings).check()
+        service = JobService(settings)
+        active: dict[str, tuple[BatchInput, str]] = {}
+        for item, sha256 in todo:
+            try:
+                job = service.submit(OWNER, [Upload(item.path.name, item.path.read_bytes())], args.pages, formats,
+                                     args.dpi, clamp_pages=True)
+            except InputError as exc:
+                tally.failed.append((str(item.path), str(exc)))
+                continue
+            active[job.id] = (item, sha256)
+        # Jobs wait in the embedded broker; a worker is started only when there is work.
+        if active:
+            worker = start_worker(child_env(settings), args.workers or settings.worker_concurrency, tmp / "worker.log")
+            children.append(worker)
+
+        pages_done = {job_id: 0 for job_id in active}
+        total_pages = sum(service.store.get_job(job_id).pages_total for job_id in active)  # type: ignore[union-attr]
+        files_bar = tqdm(total=len(todo), desc="files", unit="file", disable=args.quiet or None, position=0)
+        pages_bar = tqdm(total=total_pages, desc="pages", unit="page", disable=args.quiet or None, position=1)
+        files_bar.update(len(todo) - len(active))
+        while active:
+            if not worker.is_running:
+                raise ServiceStartError(f"the worker stopped unexpectedly; see {tmp / 'worker.log'}")
+            time.sleep(POLL_INTERVAL_S)
+            for job_id in list(active):
+                job = service.store.get_job(job_id)
+                assert job is not None
+                pages_done[job_id] = job.pages_total if job.state.is_final else job.pages_done
+                if job.state.is_final:
+                    item, sha256 = active.pop(job_id)
+                    _collect(service, job, item, sha256, args.pages, formats, out_dir, manifest, tally)
+                    files_bar.update(1)
+            pages_bar.update(sum(pages_done.values()) - pages_bar.n)
+        files_bar.close()
+        pages_bar.close()
+    except (ServiceStartError, RecognizerConfigError, RecognizerUnavailableError) as exc:
+        print(f"ocrserve run: {exc}", file=sys.stderr)
+        for log in sorted(tmp.glob("*.log")):   # the temporary folder goes away: show the logs' ends now
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            print(f"--- {log.name} (last lines) ---", *tail, sep="\n", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ocrserve run: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        for child in reversed(children):
+            child.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return None
+
+
+def _collect(service, job, item: BatchInput, sha256: str, pages: str | None, formats: tuple[str, ...],
+             out_dir: Path, manifest: RunManifest, tally: Tally) -> None:
+    """Copy a finished job's results next to the others and count its pages."""
+    from workers.document_result import render_markdown
+    from workers.job_model import JobState
+
+    if job.state is not JobState.DONE:
+        tally.failed.append((str(item.path), job.error or f"the job ended {job.state.value}"))
+        return
+    for page in job.pages:
+        if page.state.value == "failed":
+            tally.pages_failed += 1
+        elif page.regions_fallback or page.regions_failed:
+            tally.pages_fallback += 1
+        else:
+            tally.pages_ok += 1
+    result = json.loads(service.result_path(job, "json").read_text())
+    target = item.output_path(out_dir, "md").parent
+    target.mkdir(parents=True, exist_ok=True)
+    figures = service.data_dir.figures_dir(job.id)
+    if figures.is_dir() and any(figures.iterdir()):
+        shutil.copytree(figures, item.figures_dir(out_dir), dirs_exist_ok=True)
+    for fmt in formats:
+        destination = item.output_path(out_dir, fmt)
+        if fmt == "md":
+            destination.write_text(render_markdown(result, figure_prefix=f"{item.figures_dir(out_dir).name}/"))
+        elif fmt == "json":
+            destination.write_text(json.dumps({**result, "source": str(item.path)}, ensure_ascii=False, indent=1))
+        else:
+            shutil.copyfile(service.result_path(job, fmt), destination)
+    failed_pages = [p.page_number for p in job.pages if p.state.value == "failed"]
+    if failed_pages:
+        tally.failed.append((str(item.path), f"page(s) {', '.join(map(str, failed_pages))} could not be read: "
+                                             f"{next(p.reason for p in job.pages if p.state.value == 'failed')}"))
+    else:
+        tally.done.append(str(item.path))
+        manifest.record(item, sha256, pages, formats)
+
+
+def _print_summary(tally: Tally, num_inputs: int) -> None:
+    print(f"ocrserve run: {num_inputs} input(s): {len(tally.done)} done, {len(tally.failed)} failed, "
+          f"{len(tally.skipped)} skipped (already done); pages: {tally.pages_ok} ok, "
+          f"{tally.pages_fallback} with text-layer fallback or unread regions, {tally.pages_failed} failed",
+          file=sys.stderr)
+    for path, reason in tally.failed:
+        print(f"  failed: {path}: {reason}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    from app.commands import run_as_script
+
+    run_as_script("run")

@@ -1,0 +1,86 @@
+"""`ocrserve serve [--host H] [--port 8000]`: API + worker (+ engine) in one command.
+
+- Broker: embedded SQLite in the data directory unless OCRSERVE_BROKER_URL is set.
+- Engine: started on loopback when the recogniser is ours (OCRSERVE_RECOGNIZER=openai
+  and no OCRSERVE_ENGINE_URL); its model must accept images, which is checked
+  before the API opens.
+- With no API key configured, binds to loopback only and says so.
+Ctrl-C (or SIGTERM) stops the API, then the worker, then the engine.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from app.commands.api import bind_host
+from workers.settings import Settings
+
+SUMMARY = "run the API, a worker and (when it is ours) the engine in one command"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=None, help="address to bind (default: OCRSERVE_HOST, 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port (default: OCRSERVE_PORT, 8000)")
+    parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("serve", help=SUMMARY, description=SUMMARY)
+    configure(parser)
+    parser.set_defaults(handler=main)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.local_services import ServiceStartError, child_env, start_engine, start_worker
+    from app.main import create_app
+    from workers.data_dir import DataDir
+    from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
+
+    settings = Settings()
+    data_dir = DataDir(settings.data_dir).ensure()
+    host = bind_host(settings, args.host)
+    port = settings.port if args.port is None else args.port
+    children = []
+    # SIGTERM unwinds like Ctrl-C, so the children are always stopped.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        overrides: dict[str, str | None] = {}
+        if settings.starts_own_engine:
+            print(f"ocrserve serve: starting the engine ({settings.engine_model})", file=sys.stderr)
+            engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
+                                              data_dir.root / "engine.log")
+            children.append(engine)
+            overrides["engine_url"] = engine_url
+            settings = settings.model_copy(update={"engine_url": engine_url})
+        build_recognizer(settings).check()
+        worker = start_worker(child_env(settings, **overrides), settings.worker_concurrency,
+                              data_dir.root / "worker.log")
+        children.append(worker)
+        broker = "Redis" if settings.broker_url else f"embedded SQLite in {data_dir.root}"
+        print(f"ocrserve serve: API on http://{host}:{port}, broker: {broker}, recogniser: {settings.recognizer}",
+              file=sys.stderr)
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level, access_log=False,
+                    server_header=False)
+    except (ServiceStartError, RecognizerConfigError, RecognizerUnavailableError) as exc:
+        print(f"ocrserve serve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for child in reversed(children):
+            child.stop()
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    from app.commands import run_as_script
+
+    run_as_script("serve")

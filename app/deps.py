@@ -1,0 +1,44 @@
+"""What request handlers depend on, as FastAPI dependency aliases."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.api_keys import KeyRing
+from app.errors import ApiError
+from workers.job_service import JobService
+from workers.settings import Settings
+
+
+@dataclass(frozen=True)
+class ApiContext:
+    settings: Settings
+    jobs: JobService
+    keys: KeyRing
+
+
+def get_context(request: Request) -> ApiContext:
+    return request.app.state.context
+
+
+def get_jobs(request: Request) -> JobService:
+    return get_context(request).jobs
+
+
+def get_owner(request: Request) -> str:
+    """The caller's owner id from `Authorization: Bearer KEY`; 401 without a known key."""
+    header = request.headers.get("authorization", "")
+    scheme, _, presented = header.partition(" ")
+    presented = presented.strip() if scheme.lower() == "bearer" else ""
+    owner = get_context(request).keys.owner_for(presented or None)
+    if owner is None:
+        message = "an API key is required: send 'Authorization: Bearer KEY'" if not presented else "unknown API key"
+        raise ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
+    return owner
+
+
+Context = Annotated[ApiContext, Depends(get_context)]
+Jobs = Annotated[JobService, Depends(get_jobs)]
+Owner = Annotated[str, Depends(get_owner)]

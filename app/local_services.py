@@ -1,0 +1,123 @@
+"""Child processes that `ocrserve serve` and `ocrserve run` start on loopback
+and stop when they finish: a Celery worker, and our engine when it is the
+recogniser's endpoint.
+
+Each child runs in its own session (process group): SIGTERM goes to the child
+itself (Celery finishes or returns its tasks and stops its pool, the engine
+drains its requests), then SIGKILL to whatever is left in the group, at once
+or after `stop_timeout_s`. Children are run
+as `python -m ...` modules, so they work from a checkout without the console
+script on PATH.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from workers.settings import Settings
+
+ENGINE_READY = re.compile(r"ocrserve engine ready on (http://\S+) model=(\S+)")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class ServiceStartError(RuntimeError):
+    pass
+
+
+class ManagedProcess:
+    def __init__(self, name: str, command: list[str], env: Mapping[str, str], log_path: Path | None = None,
+                 capture_stdout: bool = False):
+        self.name = name
+        self.log_file = open(log_path, "ab") if log_path is not None else None   # noqa: SIM115
+        stderr = self.log_file if self.log_file is not None else subprocess.DEVNULL
+        self.popen = subprocess.Popen(command, env=dict(env), start_new_session=True,
+                                      stdin=subprocess.DEVNULL, stderr=stderr,
+                                      stdout=subprocess.PIPE if capture_stdout else stderr)
+
+    @property
+    def is_running(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, stop_timeout_s: float = 20.0) -> int:
+        """SIGTERM to the child alone (it stops its own pool), then SIGKILL to anything left in its group."""
+        if self.is_running:
+            self.popen.terminate()
+            try:
+                self.popen.wait(stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        self._signal_group(signal.SIGKILL)
+        self.popen.wait()
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
+        if self.log_file is not None:
+            self.log_file.close()
+        return self.popen.returncode
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def child_env(settings: Settings, **overrides: str | None) -> dict[str, str]:
+    """The environment a child needs to read the same settings as this process."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
+    for name, value in settings.model_dump().items():
+        if value is not None:
+            env[f"OCRSERVE_{name.upper()}"] = str(value.resolve() if isinstance(value, Path) else value)
+    for name, value in overrides.items():
+        key = f"OCRSERVE_{name.upper()}"
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None = None) -> ManagedProcess:
+    command = [sys.executable, "-m", "app.commands.worker", "--concurrency", str(concurrency)]
+    return ManagedProcess("worker", command, env, log_path)
+
+
+def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path: Path | None = None,
+                 ready_timeout_s: float = 600.0, extra_args: tuple[str, ...] = ()) -> tuple[ManagedProcess, str]:
+    """Our engine on loopback serving `settings.engine_model`; returns it and its base URL (.../v1).
+    Port 0 lets the engine pick a free port; the ready line says which."""
+    command = [sys.executable, "-m", "engine.server", "--model", settings.engine_model, "--host", "127.0.0.1",
+               "--port", str(port), *extra_args]
+    engine = ManagedProcess("engine", command, env, log_path, capture_stdout=True)
+    url = _wait_for_ready_line(engine, ready_timeout_s)
+    if url is None:
+        code = engine.stop()
+        where = f"; see {log_path}" if log_path else ""
+        raise ServiceStartError(f"the engine did not start (model {settings.engine_model!r}, exit {code}){where}")
+    return engine, url.rstrip("/") + "/v1"
+
+
+def _wait_for_ready_line(engine: ManagedProcess, timeout_s: float) -> str | None:
+    found: list[str] = []
+
+    def read() -> None:
+        assert engine.popen.stdout is not None
+        for raw in engine.popen.stdout:
+            match = ENGINE_READY.search(raw.decode(errors="replace"))
+            if match:
+                found.append(match.group(1))
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + timeout_s
+    while not found and engine.is_running and time.monotonic() < deadline:
+        reader.join(0.2)
+    return found[0] if found else None

@@ -1,0 +1,97 @@
+"""The FastAPI application: `create_app(settings)`.
+
+Run it with `ocrserve api` (API only, as in docker-compose) or `ocrserve serve`
+(API, worker and engine together). It never imports torch and never runs the
+pipeline: it checks uploads, records jobs, queues them and serves results.
+"""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from app.api_keys import KeyRing
+from app.deps import ApiContext
+from app.errors import error_response, install_error_handlers
+from app.routes_jobs import router as jobs_router
+from vision.limits import DocumentTooLargeError
+from workers.job_service import JobService
+from workers.settings import Settings
+
+VERSION = "0.1.0"
+MULTIPART_OVERHEAD_BYTES = 1024 * 1024   # form fields and part headers around the files
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    app = FastAPI(title="ocrserve", version=VERSION,
+                  description="Self-hosted document OCR: PDFs and images in; Markdown, JSON, text and "
+                              "searchable PDF out.")
+    app.state.context = ApiContext(settings=settings, jobs=JobService(settings),
+                                   keys=KeyRing(settings.api_keys, settings.keys_file))
+    install_error_handlers(app)
+    app.include_router(jobs_router)
+
+    @app.get("/health", tags=["service"], summary="Liveness probe (no key needed)")
+    def health() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    max_body = settings.max_upload_bytes * settings.max_files_per_job + MULTIPART_OVERHEAD_BYTES
+    app.add_middleware(BodySizeLimit, max_bytes=max_body)
+    return app
+
+
+class BodySizeLimit:
+    """Refuses a request body over `max_bytes` with 413 — from its Content-Length
+    before reading anything, or as soon as a streamed body passes the cap."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _BodyTooLarge(f"the request body is larger than the {self.max_bytes:,}-byte limit")
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if not response_started:
+                await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = error_response(413, "request_too_large",
+                                  f"the request body is larger than the {self.max_bytes:,}-byte limit")
+        await response(scope, receive, send)
+
+
+class _BodyTooLarge(DocumentTooLargeError):
+    """Raised inside a handler's body read: the InputError handler answers 413."""

@@ -1,0 +1,92 @@
+"""What deployment relies on: docker-compose services whose commands are real
+`ocrserve` subcommands with arguments they accept, a Dockerfile that copies
+every package, import boundaries (no torch in the API, no engine in workers),
+and the console script knowing every subcommand."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.commands import SUBCOMMANDS, build_parser
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_DEFAULTED = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")
+
+
+def _compose() -> dict:
+    return yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+
+
+def _expanded(argv: list[str]) -> list[str]:
+    """`${VAR:-default}` as compose expands it with VAR unset."""
+    return [_DEFAULTED.sub(r"\1", arg) for arg in argv]
+
+
+def test_compose_runs_redis_engine_worker_and_api_from_our_image():
+    services = _compose()["services"]
+    assert set(services) == {"redis", "engine", "worker", "api"}
+    assert services["redis"]["image"].startswith("redis:")
+    for name in ("engine", "worker", "api"):
+        assert services[name]["build"] == "."
+    for name in ("worker", "api"):
+        environment = services[name]["environment"]
+        assert environment["OCRSERVE_BROKER_URL"] == "redis://redis:6379/0"
+        assert environment["OCRSERVE_ENGINE_URL"] == "http://engine:30000/v1"
+        assert "data:/data" in services[name]["volumes"]
+    assert "ports" not in services["engine"], "the engine stays on the private network"
+
+
+def test_compose_commands_are_ocrserve_subcommands_with_valid_arguments():
+    from engine.server.cli_args import build_parser as engine_parser
+
+    for name, service in _compose()["services"].items():
+        if name == "redis":
+            continue
+        subcommand, *argv = _expanded(service["command"])
+        if subcommand == "engine":
+            assert engine_parser().parse_args(argv).model == "smollm2-135m"
+        else:
+            assert subcommand in SUBCOMMANDS, subcommand
+            build_parser(subcommand).parse_args(argv)   # exits (fails the test) on an unknown argument
+
+
+def test_the_dockerfile_installs_every_package_and_runs_ocrserve():
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["ocrserve"]' in dockerfile
+    packages = re.search(r'include = \[([^\]]*)\]', (REPO_ROOT / "pyproject.toml").read_text()).group(1)
+    for package in re.findall(r'"(\w+)\*"', packages):
+        assert f"COPY {package}/ {package}/" in dockerfile, package
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in dockerfile
+    cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1)
+    subcommand, *argv = yaml.safe_load(cmd)
+    build_parser(subcommand).parse_args(argv)
+
+
+def test_the_api_never_imports_torch_and_workers_never_import_the_engine(tmp_path):
+    code = ("import sys\n"
+            "import app.main, app.cli, app.commands.api, app.commands.serve, app.commands.run, app.commands.keys\n"
+            "import app.commands.worker, app.local_services\n"
+            "app.main.create_app()\n"
+            "assert 'torch' not in sys.modules, 'app imported torch'\n"
+            "import workers.tasks, workers.openai_recognizer, workers.tesseract_recognizer\n"
+            "leaked = sorted(m for m in sys.modules if m == 'torch' or m.split('.')[0] == 'engine')\n"
+            "assert not leaked, leaked\n")
+    env = {**os.environ, "OCRSERVE_DATA_DIR": str(tmp_path), "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("subcommand", sorted(SUBCOMMANDS))
+def test_the_console_script_knows_the_subcommand(subcommand):
+    """Needs the subcommands wired into app/cli.py (see app/commands/__init__.py)."""
+    done = subprocess.run([sys.executable, "-m", "app.cli", subcommand, "--help"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"usage: ocrserve {subcommand}" in done.stdout

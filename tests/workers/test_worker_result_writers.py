@@ -1,0 +1,89 @@
+"""The result writers on a hand-built page: searchable PDF text placement, Markdown, plain text."""
+from __future__ import annotations
+
+import pymupdf
+from PIL import Image
+
+from workers.document_result import render_markdown, render_text
+from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
+from workers.searchable_pdf import merge_pdfs, page_pdf
+
+DPI = 100.0
+POINTS_PER_PIXEL = 72.0 / DPI
+
+
+def _region(index: int, label: str, text: str, bbox, status=RegionStatus.OK, lines=(), task="text", role="body",
+            reason=None, figure=None) -> RegionResult:
+    return RegionResult(index, label, task, role, bbox, (0, 0, 0, 0), text, status, reason=reason,
+                        lines=tuple(lines), figure=figure)
+
+
+def _page() -> PageResult:
+    lines = (LineResult((100, 200, 520, 230), "Quarterly results improved"),
+             LineResult((100, 235, 380, 265), "across every region"))
+    return PageResult(0, 0, 850, 1100, DPI, (
+        _region(0, "header", "ACME internal", (100, 20, 300, 40), role="header"),
+        _region(1, "title", "Annual Report", (100, 100, 400, 140)),
+        _region(2, "text", "Quarterly results improved\nacross every region", (100, 200, 520, 265), lines=lines),
+        _region(3, "table", "Name Value\nApples 4", (100, 300, 500, 360), task="table"),
+        _region(4, "figure", "", (100, 400, 300, 500), task="skip", figure="file1-page1-region5.png"),
+        _region(5, "text", "", (100, 520, 500, 560), status=RegionStatus.FAILED, reason="engine said no"),
+        _region(6, "text", "From the layer", (100, 600, 500, 630), status=RegionStatus.FALLBACK, reason="x"),
+    ))
+
+
+def test_invisible_words_sit_on_their_recognised_boxes():
+    pdf = page_pdf(Image.new("RGB", (850, 1100), "white"), _page())
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        page = doc[0]
+        assert (round(page.rect.width), round(page.rect.height)) == (612, 792)   # 850 x 1100 px at 100 DPI
+        words = {w[4]: w[:4] for w in page.get_text("words")}
+        assert page.get_images(), "the page image is there"
+    # First and last words of a recognised line start and end where the line does.
+    x0, y0, _, y1 = words["Quarterly"]
+    assert abs(x0 - 100 * POINTS_PER_PIXEL) < 1 and abs(y0 - 200 * POINTS_PER_PIXEL) < 1.5
+    assert abs(y1 - 230 * POINTS_PER_PIXEL) < 1.5
+    assert abs(words["improved"][2] - 520 * POINTS_PER_PIXEL) < 1
+    assert abs(words["region"][2] - 380 * POINTS_PER_PIXEL) < 1
+    # A region without line boxes spreads its lines over its height.
+    assert words["Name"][1] < words["Apples"][1] < 360 * POINTS_PER_PIXEL
+    assert "engine" not in words, "reasons are not page text"
+
+
+def test_the_text_layer_is_invisible():
+    pdf = page_pdf(Image.new("RGB", (850, 1100), "white"), _page())
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        pixels = doc[0].get_pixmap(dpi=30).samples
+    assert set(pixels) == {255}, "nothing but the (white) page image is drawn"
+
+
+def test_pages_merge_in_order():
+    one = page_pdf(Image.new("RGB", (850, 1100), "white"), _page())
+    two = page_pdf(Image.new("RGB", (1100, 850), "white"), PageResult(0, 1, 1100, 850, DPI, ()))
+    with pymupdf.open(stream=merge_pdfs([one, two]), filetype="pdf") as doc:
+        assert doc.page_count == 2
+        assert doc[0].rect.width < doc[1].rect.width
+        assert "Annual" in doc[0].get_text() and not doc[1].get_text().strip()
+
+
+def _result() -> dict:
+    page = _page().to_dict()
+    page.update({"page": 1, "state": "done"})
+    return {"job_id": "j", "created_at": "now", "documents": [
+        {"filename": "a.pdf", "kind": "pdf", "num_pages": 1, "sha256": "0", "pages": [page]}]}
+
+
+def test_markdown_keeps_every_region_and_says_what_failed():
+    markdown = render_markdown(_result(), figure_prefix="out.figures/")
+    assert markdown.index("<!-- header: ACME internal -->") < markdown.index("## Annual Report")
+    assert "Quarterly results improved across every region" in markdown
+    assert "Name Value\nApples 4" in markdown
+    assert "![figure](out.figures/file1-page1-region5.png)" in markdown
+    assert "<!-- region 6 (text) could not be read: engine said no -->" in markdown
+    assert "From the layer" in markdown
+
+
+def test_plain_text_is_regions_in_reading_order():
+    text = render_text(_result())
+    assert text.startswith("ACME internal\n\nAnnual Report\n\nQuarterly results improved\nacross every region")
+    assert text.endswith("From the layer\n")

@@ -1,0 +1,118 @@
+"""What the job store keeps: jobs, the files in them, and their pages.
+
+A job holds one or more uploaded files; its pages are (file_index, page_index)
+pairs, 0-based, for the pages selected in each file. States only move forward:
+
+    job:   queued -> running -> done | failed        (any non-final state -> cancelled)
+    page:  queued -> running -> done | failed        (queued/running -> cancelled)
+
+A page that is `running` when its worker dies stays `running` until the task
+is redelivered, which may run it again: `running` is not a lock, only progress.
+A `done` page has a result; its regions say `ok`, `fallback` or `failed`, and
+the counts here summarise them. A page is `failed` when nothing on it could be
+read (or it could not be processed at all); `reason` says why in a sentence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+class PageState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (PageState.DONE, PageState.FAILED, PageState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class JobFile:
+    filename: str                   # as sent; shown back, never used as a path
+    kind: str                       # vision DocumentKind value: pdf, png, jpeg, tiff
+    num_pages: int                  # pages in the document
+    sha256: str
+    page_indices: tuple[int, ...]   # 0-based pages selected for this job
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"filename": self.filename, "kind": self.kind, "num_pages": self.num_pages,
+                "sha256": self.sha256, "page_indices": list(self.page_indices)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobFile:
+        return cls(data["filename"], data["kind"], int(data["num_pages"]), data["sha256"],
+                   tuple(int(i) for i in data["page_indices"]))
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    formats: tuple[str, ...]
+    dpi: float | None = None        # None: the service's render DPI
+    pages: str | None = None        # the selection as sent, e.g. "1-5,8"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobOptions:
+        return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"))
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    file_index: int
+    page_index: int
+    state: PageState
+    reason: str | None = None
+    attempts: int = 0
+    regions_ok: int = 0
+    regions_fallback: int = 0
+    regions_failed: int = 0
+
+    @property
+    def page_number(self) -> int:
+        return self.page_index + 1
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: str
+    owner: str
+    state: JobState
+    created_at: float
+    updated_at: float
+    options: JobOptions
+    files: tuple[JobFile, ...]
+    pages: tuple[PageRecord, ...] = field(default=())
+    finished_at: float | None = None
+    error: str | None = None
+
+    @property
+    def pages_total(self) -> int:
+        return len(self.pages)
+
+    @property
+    def pages_done(self) -> int:
+        """Pages finished either way (done or failed): the progress figure."""
+        return sum(page.state in (PageState.DONE, PageState.FAILED) for page in self.pages)
+
+    @property
+    def pages_failed(self) -> int:
+        return sum(page.state is PageState.FAILED for page in self.pages)

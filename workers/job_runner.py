@@ -1,0 +1,154 @@
+"""What the Celery tasks do, as plain methods: start a job, run a page, finish a job.
+
+| kept here                                        | how                                               |
+|--------------------------------------------------|---------------------------------------------------|
+| a page done once is never redone                 | `claim_page` refuses final pages; redelivery skips them |
+| a page task never fails its chord                | every ending is recorded: ok, fallback or failed  |
+| only temporary recogniser errors are retried     | `RecognizerUnavailableError` escapes before the final attempt, nothing else |
+| results are complete before a job says `done`    | files are written first, the state last           |
+| a job is never stuck                             | an unreadable upload fails the job with the reason |
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from celery.exceptions import SoftTimeLimitExceeded
+from PIL import Image
+
+from vision.document import Document, RenderedPage
+from vision.limits import InputError
+from workers.data_dir import DataDir, write_atomically
+from workers.document_result import build_document_result, render_markdown, render_text
+from workers.job_model import JobRecord, JobState, PageState
+from workers.job_store import JobStore
+from workers.page_pipeline import PagePipeline, fallback_page
+from workers.page_result import PageResult
+from workers.recognizer import Recognizer, RecognizerUnavailableError
+from workers.searchable_pdf import blank_page_pdf, merge_pdfs, page_pdf
+from workers.settings import HARD_LIMIT_GRACE_S, Settings
+
+logger = logging.getLogger("ocrserve.workers")
+
+
+class JobRunner:
+    def __init__(self, settings: Settings, recognizer: Recognizer):
+        self.settings = settings
+        self.data_dir = DataDir(settings.data_dir).ensure()
+        self.store = JobStore(self.data_dir.job_store_path)
+        self.pipeline = PagePipeline(recognizer, settings.vision_num_threads)
+
+    def start_job(self, job_id: str) -> list[tuple[int, int]] | None:
+        """Pages still to run, or None when the job is gone, final, or failed to open."""
+        job = self.store.get_job(job_id)
+        if job is None or job.state.is_final:
+            return None
+        for file_index, job_file in enumerate(job.files):
+            try:
+                with Document.open_path(self._upload_path(job, file_index), self.settings.vision_limits()):
+                    pass
+            except (InputError, OSError) as exc:
+                self.store.finish_job(job_id, JobState.FAILED, f"{job_file.filename} cannot be read: {_sentence(exc)}")
+                return None
+        self.store.mark_job_running(job_id)
+        return self.store.pending_pages(job_id)
+
+    def run_page(self, job_id: str, file_index: int, page_index: int, final_attempt: bool) -> str:
+        """Process one page and record it; returns the page's state. Raises
+        `RecognizerUnavailableError` (only) when the task should retry."""
+        if not self.store.claim_page(job_id, file_index, page_index):
+            return "skipped"
+        job = self.store.get_job(job_id)
+        assert job is not None
+        dpi = job.options.dpi
+        try:
+            with Document.open_path(self._upload_path(job, file_index), self.settings.vision_limits()) as document:
+                result, image = self._process(document, job, file_index, page_index, dpi, final_attempt)
+                if "pdf" in job.options.formats:
+                    data = page_pdf(image, result) if image is not None else blank_page_pdf(
+                        *document.page_size_points(page_index))
+                    write_atomically(self._page_pdf_path(job_id, file_index, page_index), data)
+        except (InputError, OSError) as exc:
+            reason = f"the page could not be read: {_sentence(exc)}"
+            self.store.save_page(job_id, file_index, page_index, PageState.FAILED, reason, None)
+            return PageState.FAILED.value
+        failed = result.nothing_read or (not result.regions and result.reason is not None)
+        state = PageState.FAILED if failed else PageState.DONE
+        self.store.save_page(job_id, file_index, page_index, state, result.reason, result.to_dict(),
+                             result.region_counts)
+        return state.value
+
+    def give_up_page(self, job_id: str, file_index: int, page_index: int, reason: str) -> None:
+        """Record a page as failed when processing it broke outside the pipeline's own handling."""
+        self.store.save_page(job_id, file_index, page_index, PageState.FAILED, reason, None)
+
+    def rescue_job(self, job_id: str) -> bool:
+        """After the chord failed (a page task killed by its hard time limit): fail the
+        pages no task can still be running, then finish; False while others may still run."""
+        limit_s = self.settings.page_time_limit_s + HARD_LIMIT_GRACE_S
+        self.store.fail_stale_pages(job_id, limit_s, f"the page task was stopped after {limit_s} s (hard time limit)")
+        return self.finish_job(job_id)
+
+    def finish_job(self, job_id: str) -> bool:
+        """Write the results and close the job; False while pages are still pending."""
+        job = self.store.get_job(job_id)
+        if job is None or job.state.is_final:
+            return True
+        if self.store.pending_pages(job_id):
+            return False
+        result = build_document_result(job, self.store.page_results(job_id))
+        self._write_results(job, result)
+        if job.pages_failed == job.pages_total:
+            first_reason = next((p.reason for p in job.pages if p.reason), "no page could be read")
+            self.store.finish_job(job_id, JobState.FAILED, f"no page could be read: {first_reason}")
+        else:
+            self.store.finish_job(job_id, JobState.DONE)
+        return True
+
+    def _process(self, document: Document, job: JobRecord, file_index: int, page_index: int, dpi: float | None,
+                 final_attempt: bool) -> tuple[PageResult, Image.Image | None]:
+        rendered: RenderedPage | None = None
+        fallback_dpi = dpi or self.settings.render_dpi
+        try:
+            rendered = document.render_page(page_index, dpi)
+            result = self.pipeline.process(document, rendered, file_index, final_attempt,
+                                           self.data_dir.figures_dir(job.id))
+        except RecognizerUnavailableError:
+            raise
+        except InputError as exc:
+            result = fallback_page(document, file_index, page_index, fallback_dpi, _sentence(exc))
+        except SoftTimeLimitExceeded:
+            reason = f"the page took longer than its {self.settings.page_time_limit_s} s time limit"
+            result = fallback_page(document, file_index, page_index, rendered.dpi if rendered else fallback_dpi, reason)
+        except Exception as exc:   # a bug or a broken page must not crash the worker or stall the chord
+            logger.exception("page %d of file %d in job %s failed", page_index + 1, file_index + 1, job.id)
+            result = fallback_page(document, file_index, page_index, rendered.dpi if rendered else fallback_dpi,
+                                   f"internal error while processing the page ({type(exc).__name__})")
+        return result, rendered.image if rendered is not None else None
+
+    def _write_results(self, job: JobRecord, result: dict) -> None:
+        formats = set(job.options.formats) | {"json"}
+        if "pdf" in formats:
+            pages = []
+            for page in job.pages:
+                path = self._page_pdf_path(job.id, page.file_index, page.page_index)
+                pages.append(path.read_bytes() if path.exists() else blank_page_pdf(612, 792))
+            write_atomically(self.data_dir.result_path(job.id, "pdf"), merge_pdfs(pages))
+        if "md" in formats:
+            write_atomically(self.data_dir.result_path(job.id, "md"), render_markdown(result).encode())
+        if "txt" in formats:
+            write_atomically(self.data_dir.result_path(job.id, "txt"), render_text(result).encode())
+        write_atomically(self.data_dir.result_path(job.id, "json"),
+                         json.dumps(result, ensure_ascii=False, indent=1).encode())
+
+    def _upload_path(self, job: JobRecord, file_index: int) -> Path:
+        return self.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
+
+    def _page_pdf_path(self, job_id: str, file_index: int, page_index: int) -> Path:
+        return self.data_dir.results_dir(job_id) / "pages" / f"{file_index}-{page_index}.pdf"
+
+
+def _sentence(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text[:1].lower() + text[1:] if not text[:2].isupper() else text

@@ -1,0 +1,145 @@
+"""Jobs as the API and the batch CLI see them: submit uploads, read state and
+results, cancel. Everything a user sends is checked here, once, before any
+heavy work: options, byte cap, file type from magic bytes, encryption, damage,
+page count, page selection (`vision.Document.open` does the document checks
+without rendering a page). A refused upload raises an `InputError` whose
+message can be shown to the user as it is; nothing is stored for it.
+
+Tasks are sent by name, so this module never loads the pipeline.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from celery import Celery
+from kombu.exceptions import KombuError
+
+from vision.document import Document
+from vision.limits import InputError, InvalidOptionError, PageSelectionError
+from vision.pages import parse_page_selection
+from workers.celery_app import PROCESS_JOB, build_celery_app
+from workers.data_dir import DataDir, write_atomically
+from workers.job_model import JobFile, JobOptions, JobRecord, JobState
+from workers.job_store import JobStore
+from workers.settings import ALL_FORMATS, Settings
+
+
+class QueueUnavailableError(RuntimeError):
+    """The broker could not be reached; the job was recorded as failed."""
+
+
+class TooManyFilesError(InputError):
+    code = "too_many_files"
+
+
+@dataclass(frozen=True)
+class Upload:
+    filename: str
+    data: bytes
+
+
+class JobService:
+    def __init__(self, settings: Settings, celery_app: Celery | None = None):
+        self.settings = settings
+        self.data_dir = DataDir(settings.data_dir).ensure()
+        self.store = JobStore(self.data_dir.job_store_path)
+        self._celery_app = celery_app
+
+    @property
+    def celery_app(self) -> Celery:
+        if self._celery_app is None:
+            self._celery_app = build_celery_app(self.settings)
+        return self._celery_app
+
+    def submit(self, owner: str, uploads: Sequence[Upload], pages: str | None = None,
+               formats: str | Sequence[str] | None = None, dpi: float | None = None,
+               clamp_pages: bool = False) -> JobRecord:
+        """Check and store the uploads as one job and queue it. With `clamp_pages`
+        (batch runs over documents of mixed length) selected pages past a
+        document's end are left out instead of refused."""
+        options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None)
+        if not uploads:
+            raise InputError("no file was uploaded")
+        if len(uploads) > self.settings.max_files_per_job:
+            raise TooManyFilesError(f"{len(uploads)} files in one job; the limit is {self.settings.max_files_per_job}")
+        limits = self.settings.vision_limits()
+        files = []
+        for upload in uploads:
+            with Document.open(upload.data, upload.filename, limits) as document:
+                page_indices = _select_pages(document, options.pages, clamp_pages)
+                files.append(JobFile(_display_name(upload.filename), document.kind.value, document.num_pages,
+                                     hashlib.sha256(upload.data).hexdigest(), tuple(page_indices)))
+        job_id = self.store.new_job_id()
+        for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
+            write_atomically(self.data_dir.upload_path(job_id, file_index, job_file.kind), upload.data)
+        job = self.store.create_job(job_id, owner, files, options)
+        try:
+            self.celery_app.send_task(PROCESS_JOB, args=[job_id])
+        except (KombuError, OSError) as exc:
+            self.store.finish_job(job_id, JobState.FAILED, "the job queue is unreachable; submit the job again later")
+            raise QueueUnavailableError(f"the job queue is unreachable ({type(exc).__name__})") from exc
+        return job
+
+    def get(self, owner: str, job_id: str) -> JobRecord | None:
+        """The job if it exists and belongs to `owner` (others' jobs look absent)."""
+        job = self.store.get_job(job_id) if _looks_like_job_id(job_id) else None
+        return job if job is not None and job.owner == owner else None
+
+    def list(self, owner: str, limit: int, offset: int = 0) -> list[JobRecord]:
+        return self.store.list_jobs(owner, min(limit, self.settings.max_jobs_listed), offset)
+
+    def cancel(self, owner: str, job_id: str) -> JobRecord | None:
+        job = self.get(owner, job_id)
+        if job is None:
+            return None
+        self.store.cancel_job(job_id)
+        return self.store.get_job(job_id)
+
+    def result_path(self, job: JobRecord, fmt: str) -> Path:
+        return self.data_dir.result_path(job.id, fmt)
+
+    def figure_path(self, job: JobRecord, name: str) -> Path | None:
+        folder = self.data_dir.figures_dir(job.id)
+        path = (folder / name).resolve()
+        return path if path.parent == folder and path.is_file() else None
+
+    def _checked_dpi(self, dpi: float | None) -> float | None:
+        return None if dpi is None else self.settings.vision_limits().check_dpi(dpi)
+
+
+def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
+    """'md,json' or ['md', 'json'] -> ('md', 'json'); None or blank -> all four."""
+    if formats is None:
+        return ALL_FORMATS
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    chosen = [item.strip().lower() for item in items if item.strip()]
+    if not chosen:
+        return ALL_FORMATS
+    unknown = [item for item in chosen if item not in ALL_FORMATS]
+    if unknown:
+        raise InvalidOptionError(f"unknown format {unknown[0][:20]!r}; choose from {', '.join(ALL_FORMATS)}")
+    return tuple(fmt for fmt in ALL_FORMATS if fmt in chosen)
+
+
+def _select_pages(document: Document, selection: str | None, clamp: bool) -> list[int]:
+    if not clamp:
+        return document.select_pages(selection)
+    wanted = parse_page_selection(selection, document.limits.max_pages, document.limits)
+    kept = [index for index in wanted if index < document.num_pages]
+    if not kept:
+        raise PageSelectionError(f"none of pages {selection!r} exist: the document has {document.num_pages} "
+                                 f"page{'s' * (document.num_pages != 1)}")
+    return kept
+
+
+def _display_name(filename: str) -> str:
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch if ch.isprintable() else "?" for ch in name).strip()
+    return name[:200] or "upload"
+
+
+def _looks_like_job_id(job_id: str) -> bool:
+    return len(job_id) == 32 and all(ch in "0123456789abcdef" for ch in job_id)

@@ -1,0 +1,137 @@
+"""Recognition through an OpenAI-compatible chat-completions endpoint serving a
+vision-language model: our engine, or vLLM / SGLang serving GLM-OCR, chosen by
+configuration alone (base URL, model name, API key).
+
+Each crop is one chat request: a user message holding the crop as a PNG
+`image_url` data URL and GLM-OCR's task prompt. A page's requests are all sent
+at once (up to `max_concurrency` in flight) so the engine can batch them with
+other pages' requests. Greedy first; a reply cut off by the token limit (the
+usual sign of a repetition loop) is asked again once at a higher temperature.
+
+How replies map to errors (see `workers.recognizer`):
+
+| reply | error |
+|---|---|
+| connection refused / reset, timeout, 5xx, 429 | `RecognizerUnavailableError` (the page is retried) |
+| 400 `model_does_not_accept_images`, 501, 401, 403, 404 | `RecognizerConfigError` |
+| any other 4xx | that crop's outcome carries the error |
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+from typing import Any
+
+import httpx
+from PIL import Image
+
+from vision.layout import RecognitionTask
+from workers.recognizer import (TASK_PROMPTS, RecognitionItem, RecognitionOutcome, RecognizerConfigError,
+                                RecognizerUnavailableError)
+from workers.settings import Settings
+
+MAX_TOKENS = {RecognitionTask.TEXT: 512, RecognitionTask.TABLE: 4096, RecognitionTask.FORMULA: 1024}
+TEMPERATURE_LADDER = (0.0, 0.4)
+_CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "model_not_found"}
+
+
+class OpenAIVisionRecognizer:
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
+                 connect_timeout_s: float = 5.0, max_concurrency: int = 16):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        # Every phase gets an explicit clock: no library default may cut a long generation short.
+        self.timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+        self.max_concurrency = max_concurrency
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAIVisionRecognizer:
+        return cls(settings.engine_base_url, settings.engine_model, settings.engine_api_key,
+                   settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency)
+
+    def check(self) -> None:
+        """Send one tiny image: a text-only model is refused here, before any document is touched."""
+        probe = RecognitionItem(Image.new("RGB", (16, 16), "white"), RecognitionTask.TEXT, is_single_line=True)
+        outcome = self.recognize([probe])[0]
+        if not outcome.ok:
+            raise RecognizerConfigError(f"the recogniser at {self.base_url} refused a test image: {outcome.error}")
+
+    def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+        if not items:
+            return []
+        return asyncio.run(self._recognize_all(items))
+
+    async def _recognize_all(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        limits = httpx.Limits(max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency)
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout,
+                                     limits=limits) as client:
+            async def one(item: RecognitionItem) -> RecognitionOutcome:
+                async with semaphore:
+                    return await self._recognize_one(client, item)
+
+            results = await asyncio.gather(*(one(item) for item in items), return_exceptions=True)
+        for wanted in (RecognizerConfigError, RecognizerUnavailableError):
+            for result in results:
+                if isinstance(result, wanted):
+                    raise result
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(results)  # type: ignore[arg-type]
+
+    async def _recognize_one(self, client: httpx.AsyncClient, item: RecognitionItem) -> RecognitionOutcome:
+        content: list[dict[str, Any]] = [
+            {"type": "image_url", "image_url": {"url": _data_url(item.image)}},
+            {"type": "text", "text": TASK_PROMPTS[item.task]},
+        ]
+        for temperature in TEMPERATURE_LADDER:
+            body = {"model": self.model, "messages": [{"role": "user", "content": content}],
+                    "max_tokens": MAX_TOKENS[item.task], "temperature": temperature}
+            try:
+                response = await client.post("/chat/completions", json=body)
+            except httpx.TransportError as exc:   # connect/read/write errors and timeouts
+                raise RecognizerUnavailableError(
+                    f"the recogniser at {self.base_url} is unreachable ({type(exc).__name__})") from exc
+            if response.status_code != 200:
+                return self._refusal(response)
+            choice = response.json()["choices"][0]
+            if choice.get("finish_reason") != "length":
+                return RecognitionOutcome((choice["message"].get("content") or "").strip())
+        return RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[item.task]}-token limit at every "
+                                        f"temperature tried (a repetition loop)")
+
+    def _refusal(self, response: httpx.Response) -> RecognitionOutcome:
+        status = response.status_code
+        message, code = _error_fields(response)
+        where = f"the recogniser at {self.base_url} (model {self.model!r})"
+        if status >= 500 and status != 501 or status == 429:
+            raise RecognizerUnavailableError(f"{where} answered {status}: {message}")
+        if code in _CONFIG_CODES or status in (401, 403, 404, 501):
+            hint = ""
+            if code in ("model_does_not_accept_images", "images_not_implemented"):
+                hint = ("; serve a vision-language OCR model there (OCRSERVE_ENGINE_MODEL / OCRSERVE_ENGINE_URL) "
+                        "or use OCRSERVE_RECOGNIZER=tesseract")
+            raise RecognizerConfigError(f"{where} answered {status}: {message}{hint}")
+        return RecognitionOutcome(None, f"{where} refused this crop ({status}): {message}")
+
+
+def _error_fields(response: httpx.Response) -> tuple[str, str | None]:
+    try:
+        error = response.json().get("error") or {}
+    except ValueError:
+        return response.text[:200] or response.reason_phrase, None
+    if not isinstance(error, dict):
+        return str(error)[:200], None
+    return str(error.get("message") or response.reason_phrase)[:300], error.get("code")
+
+
+def _data_url(image: Image.Image) -> str:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

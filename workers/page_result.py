@@ -1,0 +1,110 @@
+"""The result of one page: its regions in reading order, each with its text,
+where that text came from, and (for text regions) its lines with their boxes.
+
+These travel as plain JSON (job store, result files), so they round-trip
+through `to_dict` / `from_dict`. Boxes are in page pixels of the rendered page
+(`width` x `height` at `dpi`) and on the 0-1000 grid.
+
+| region status | the text came from |
+|---|---|
+| `ok`       | the recogniser |
+| `fallback` | the PDF's own text layer, because recognition failed |
+| `failed`   | nowhere: `text` is empty and `reason` says why |
+| `ok` (figure) | nothing to read: figures are cropped and linked, `text` is empty |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+Box = tuple[float, float, float, float]
+
+
+class RegionStatus(StrEnum):
+    OK = "ok"
+    FALLBACK = "fallback"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class LineResult:
+    bbox: Box
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LineResult:
+        return cls(tuple(float(v) for v in data["bbox"]), data["text"])  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RegionResult:
+    reading_index: int
+    label: str                  # layout label: text, title, table, figure, header, ...
+    task: str                   # text, table, formula, skip
+    role: str                   # header, body, footer
+    bbox: Box
+    bbox_1000: tuple[int, int, int, int]
+    text: str
+    status: RegionStatus
+    source: str = "layout"      # "layout" or "lines" (a block of lines the layout model missed)
+    reason: str | None = None   # why, when status is not ok
+    lines: tuple[LineResult, ...] = ()
+    figure: str | None = None   # file name of the figure crop, for figures
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reading_index": self.reading_index, "label": self.label, "task": self.task, "role": self.role,
+                "bbox": [round(v, 1) for v in self.bbox], "bbox_1000": list(self.bbox_1000), "text": self.text,
+                "status": self.status.value, "source": self.source, "reason": self.reason,
+                "lines": [line.to_dict() for line in self.lines], "figure": self.figure}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RegionResult:
+        return cls(int(data["reading_index"]), data["label"], data["task"], data["role"],
+                   tuple(float(v) for v in data["bbox"]), tuple(int(v) for v in data["bbox_1000"]),  # type: ignore[arg-type]
+                   data["text"], RegionStatus(data["status"]), data.get("source", "layout"), data.get("reason"),
+                   tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"))
+
+
+@dataclass(frozen=True)
+class PageResult:
+    file_index: int
+    page_index: int             # 0-based
+    width: int                  # pixels of the rendered page
+    height: int
+    dpi: float
+    regions: tuple[RegionResult, ...]
+    timings: dict[str, float] = field(default_factory=dict)   # seconds per stage
+    reason: str | None = None   # a sentence when some regions are not ok
+
+    @property
+    def page_number(self) -> int:
+        return self.page_index + 1
+
+    def count(self, status: RegionStatus) -> int:
+        return sum(region.status is status for region in self.regions)
+
+    @property
+    def region_counts(self) -> tuple[int, int, int]:
+        return self.count(RegionStatus.OK), self.count(RegionStatus.FALLBACK), self.count(RegionStatus.FAILED)
+
+    @property
+    def nothing_read(self) -> bool:
+        """Every region that needed reading failed: the page as a whole failed."""
+        return self.count(RegionStatus.FAILED) > 0 and not any(
+            region.status is not RegionStatus.FAILED and region.task != "skip" for region in self.regions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file_index": self.file_index, "page": self.page_number, "width": self.width, "height": self.height,
+                "dpi": round(self.dpi, 3), "reason": self.reason,
+                "timings": {name: round(s, 4) for name, s in self.timings.items()},
+                "regions": [region.to_dict() for region in self.regions]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PageResult:
+        return cls(int(data["file_index"]), int(data["page"]) - 1, int(data["width"]), int(data["height"]),
+                   float(data["dpi"]), tuple(RegionResult.from_dict(r) for r in data["regions"]),
+                   dict(data.get("timings", {})), data.get("reason"))

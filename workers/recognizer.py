@@ -1,0 +1,86 @@
+"""What a recogniser is: crops in, text out, one outcome per crop.
+
+Two recognisers exist, picked with `OCRSERVE_RECOGNIZER`:
+- `openai` (`OpenAIVisionRecognizer`): any OpenAI-compatible chat endpoint
+  serving a vision-language model — our engine, or vLLM/SGLang serving GLM-OCR —
+  with each crop sent as an `image_url` data URL beside GLM-OCR's task prompt;
+- `tesseract` (`TesseractRecognizer`): the Tesseract OCR program, local.
+
+Errors are split by what the page task should do about them:
+
+| error | meaning | the page task |
+|---|---|---|
+| `RecognizerUnavailableError` | temporary: endpoint unreachable, timed out, 5xx, 429 | retries the page (bounded, backoff + jitter) |
+| `RecognizerConfigError` | the set-up cannot work: the model takes no images, no such model, bad key | no retry; regions fall back |
+| an outcome with `error` set | this one crop was refused (e.g. a 400 for it) | that region falls back |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from PIL import Image
+
+from vision.layout import RecognitionTask
+from workers.settings import Settings
+
+# GLM-OCR's task prompts, one per region kind.
+TASK_PROMPTS: dict[RecognitionTask, str] = {
+    RecognitionTask.TEXT: "Text Recognition:",
+    RecognitionTask.TABLE: "Table Recognition:",
+    RecognitionTask.FORMULA: "Formula Recognition:",
+}
+
+
+class RecognizerUnavailableError(RuntimeError):
+    """The recogniser could not be reached or answered with a temporary error."""
+
+
+class RecognizerConfigError(RuntimeError):
+    """The recogniser is set up in a way that cannot work; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class RecognitionItem:
+    image: Image.Image          # RGB crop
+    task: RecognitionTask       # never SKIP
+    is_single_line: bool        # a text-line crop (True) or a whole region (False)
+
+    def __post_init__(self) -> None:
+        assert self.task in TASK_PROMPTS, f"no recognition for task {self.task}"
+
+
+@dataclass(frozen=True)
+class RecognitionOutcome:
+    text: str | None            # None when this crop failed
+    error: str | None = None    # a sentence, when text is None
+
+    def __post_init__(self) -> None:
+        assert (self.text is None) != (self.error is None)
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+
+class Recognizer(Protocol):
+    name: str
+
+    def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+        """One outcome per item, same order. Raises `RecognizerUnavailableError`
+        or `RecognizerConfigError` when no item can be recognised."""
+        ...
+
+    def check(self) -> None:
+        """Raise `RecognizerConfigError` (or `RecognizerUnavailableError`) if this recogniser cannot work."""
+        ...
+
+
+def build_recognizer(settings: Settings) -> Recognizer:
+    if settings.recognizer == "tesseract":
+        from workers.tesseract_recognizer import TesseractRecognizer
+
+        return TesseractRecognizer(settings.tesseract_cmd, settings.tesseract_lang)
+    from workers.openai_recognizer import OpenAIVisionRecognizer
+
+    return OpenAIVisionRecognizer.from_settings(settings)

@@ -1,0 +1,90 @@
+"""The searchable PDF: each page is the page image with the recognised text laid
+over it invisibly (PDF text render mode 3), line by line at the recognised
+boxes, so a viewer's search and selection find words where they are seen.
+
+Each line is set in Helvetica sized so the font's ascender-to-descender
+height fills the line box, its baseline on the box's descender line, and
+stretched horizontally to the box's width. Regions without line boxes (tables,
+formulas) spread their text lines evenly over the region's height.
+
+Pages are built one at a time by the page tasks (`page_pdf`) and joined when
+the job finishes (`merge_pdfs`), so no single task renders a whole document.
+Helvetica carries Latin-1; other characters come out as '?' in the text layer
+(the Markdown, JSON and text results keep them).
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+
+import pymupdf
+from PIL import Image
+
+from workers.page_result import Box, PageResult
+
+FONT = "helv"
+_ASCENDER, _DESCENDER = 1.075, -0.299     # Helvetica, in units of the font size
+JPEG_QUALITY = 80
+INVISIBLE = 3                             # PDF text render mode: neither fill nor stroke
+
+
+def page_pdf(image: Image.Image, page: PageResult) -> bytes:
+    """A one-page PDF: `image` filling the page, the page's text invisible on top."""
+    points_per_pixel = 72.0 / page.dpi
+    doc = pymupdf.open()
+    pdf_page = doc.new_page(width=image.width * points_per_pixel, height=image.height * points_per_pixel)
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    pdf_page.insert_image(pdf_page.rect, stream=buffer.getvalue())
+    for box, text in text_boxes(page):
+        _insert_invisible_line(pdf_page, tuple(v * points_per_pixel for v in box), text)  # type: ignore[arg-type]
+    return doc.tobytes(garbage=3, deflate=True)
+
+
+def merge_pdfs(pages: Iterable[bytes]) -> bytes:
+    merged = pymupdf.open()
+    for data in pages:
+        with pymupdf.open(stream=data, filetype="pdf") as part:
+            merged.insert_pdf(part)
+    assert merged.page_count > 0, "a job always has at least one page"
+    return merged.tobytes(garbage=3, deflate=True)
+
+
+def blank_page_pdf(width_pt: float, height_pt: float) -> bytes:
+    """Stands in for a page that failed before it was rendered, so page numbers still line up."""
+    doc = pymupdf.open()
+    doc.new_page(width=width_pt, height=height_pt)
+    return doc.tobytes()
+
+
+def text_boxes(page: PageResult) -> list[tuple[Box, str]]:
+    """(box in page pixels, one line of text) for every piece of text on the page."""
+    boxes: list[tuple[Box, str]] = []
+    for region in page.regions:
+        if region.lines:
+            boxes += [(line.bbox, line.text) for line in region.lines if line.text.strip()]
+        elif region.text.strip():
+            boxes += _spread(region.bbox, [t for t in region.text.splitlines() if t.strip()])
+    return boxes
+
+
+def _spread(box: Box, lines: Sequence[str]) -> list[tuple[Box, str]]:
+    x0, y0, x1, y1 = box
+    step = (y1 - y0) / len(lines)
+    return [((x0, y0 + i * step, x1, y0 + (i + 1) * step), text) for i, text in enumerate(lines)]
+
+
+def _insert_invisible_line(page: pymupdf.Page, box: Box, text: str) -> None:
+    x0, y0, x1, y1 = box
+    height, width = y1 - y0, x1 - x0
+    text = " ".join(text.split())
+    if height <= 0 or width <= 0 or not text:
+        return
+    fontsize = height / (_ASCENDER - _DESCENDER)
+    natural_width = pymupdf.get_text_length(text, fontname=FONT, fontsize=fontsize)
+    if natural_width <= 0:
+        return
+    baseline = pymupdf.Point(x0, y1 + _DESCENDER * fontsize)
+    stretch = pymupdf.Matrix(width / natural_width, 1)
+    page.insert_text(baseline, text, fontsize=fontsize, fontname=FONT, render_mode=INVISIBLE,
+                     morph=(baseline, stretch))

@@ -1,0 +1,106 @@
+"""Every setting of the service (API, workers, batch CLI), in one place, read
+from `OCRSERVE_*` environment variables.
+
+The clocks on a page's path, all set here (DESIGN invariant 7):
+
+| setting | what it bounds |
+|---|---|
+| engine_timeout_s | one recognition request to the engine, connect to last byte |
+| engine_connect_timeout_s | opening a connection to the engine |
+| page_time_limit_s | one page task (soft limit; the hard limit is 10 s later) |
+| job_time_limit_s | the per-document task that fans out pages, and the one that writes results |
+| broker_visibility_timeout_s | Redis: a task taken by a worker that died is redelivered after this |
+
+`broker_visibility_timeout_s` must stay above the page hard time limit, or a
+page still running could be handed to a second worker; `Settings` refuses
+values that break this.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from vision.limits import VisionLimits
+
+HARD_LIMIT_GRACE_S = 10
+ALL_FORMATS = ("md", "json", "txt", "pdf")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="OCRSERVE_", extra="ignore", frozen=True)
+
+    # Where uploads, results, the job store and the embedded broker live.
+    data_dir: Path = Path("ocrserve-data")
+
+    # Queue. Unset: an embedded SQLite broker and result backend in data_dir.
+    broker_url: str | None = None
+    broker_visibility_timeout_s: int = Field(1800, ge=10)
+
+    # API.
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    api_keys: str | None = None          # comma-separated keys, for quick set-ups and tests
+    api_keys_file: Path | None = None    # `name:sha256` lines; default data_dir/api-keys
+    max_files_per_job: int = Field(20, ge=1)
+    max_jobs_listed: int = Field(100, ge=1)
+
+    # Document caps (checked before any heavy work) and rendering.
+    max_upload_bytes: int = Field(100 * 1024 * 1024, ge=1)
+    max_pages: int = Field(1000, ge=1)
+    max_page_pixels: int = Field(16_000_000, ge=1)
+    render_dpi: float = Field(150.0, gt=0, le=600)
+
+    # Recognition.
+    recognizer: Literal["openai", "tesseract"] = "openai"
+    engine_url: str | None = None        # unset: our engine on loopback (started by `serve` and `run`)
+    engine_port: int = Field(30000, ge=0, le=65535)
+    engine_model: str = "smollm2-135m"
+    engine_api_key: str | None = None
+    engine_timeout_s: float = Field(120.0, gt=0)
+    engine_connect_timeout_s: float = Field(5.0, gt=0)
+    recognizer_max_concurrency: int = Field(16, ge=1)
+    tesseract_cmd: str = "tesseract"
+    tesseract_lang: str = "eng"
+
+    # Workers.
+    worker_concurrency: int = Field(2, ge=1)
+    vision_num_threads: int = Field(2, ge=1)
+    page_max_retries: int = Field(3, ge=0, le=10)
+    page_retry_backoff_s: int = Field(2, ge=1)
+    page_time_limit_s: int = Field(600, ge=5)
+    job_time_limit_s: int = Field(300, ge=5)
+
+    @model_validator(mode="after")
+    def _check_clocks(self) -> Settings:
+        if self.broker_visibility_timeout_s <= self.page_time_limit_s + HARD_LIMIT_GRACE_S:
+            raise ValueError(
+                f"OCRSERVE_BROKER_VISIBILITY_TIMEOUT_S ({self.broker_visibility_timeout_s}) must exceed the page "
+                f"hard time limit ({self.page_time_limit_s + HARD_LIMIT_GRACE_S} s), or running pages get redelivered")
+        return self
+
+    @property
+    def uses_embedded_broker(self) -> bool:
+        return not self.broker_url
+
+    @property
+    def engine_base_url(self) -> str:
+        """The OpenAI-compatible base URL, ending in /v1."""
+        url = self.engine_url or f"http://127.0.0.1:{self.engine_port}/v1"
+        url = url.rstrip("/")
+        return url if url.endswith("/v1") else url + "/v1"
+
+    @property
+    def starts_own_engine(self) -> bool:
+        """`serve` and `run` start our engine when it is the recogniser's endpoint and none is configured."""
+        return self.recognizer == "openai" and not self.engine_url
+
+    @property
+    def keys_file(self) -> Path:
+        return self.api_keys_file or self.data_dir / "api-keys"
+
+    def vision_limits(self) -> VisionLimits:
+        return VisionLimits(max_upload_bytes=self.max_upload_bytes, max_pages=self.max_pages,
+                            max_page_pixels=self.max_page_pixels, render_dpi=self.render_dpi)
