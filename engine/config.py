@@ -24,6 +24,8 @@ class EngineConfig:
     dtype: str = "float32"              # fp32 on CPU: bf16 matmul is far slower there
     debug: bool = False                 # poison freed KV slots, check owners on every write
     seed: int = 0                       # seeds requests that give no seed of their own
+    grammar_compile_timeout_s: float = 10.0  # a grammar compile past this is refused (400)
+    grammar_cache_bytes: int = 64 << 20      # compiled grammars kept, LRU by size
 
     def __post_init__(self) -> None:
         if self.kv_tokens is not None and self.kv_memory_bytes is not None:
@@ -40,5 +42,9 @@ class EngineConfig:
             raise ValueError(f"max_running_requests must be positive, got {self.max_running_requests}")
         if self.schedule_policy not in SCHEDULE_POLICIES:
             raise ValueError(f"schedule_policy must be one of {SCHEDULE_POLICIES}, got {self.schedule_policy!r}")
+        if self.grammar_compile_timeout_s <= 0:
+            raise ValueError(f"grammar_compile_timeout_s must be positive, got {self.grammar_compile_timeout_s}")
+        if self.grammar_cache_bytes < 1:
+            raise ValueError(f"grammar_cache_bytes must be positive, got {self.grammar_cache_bytes}")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")

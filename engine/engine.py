@@ -153,8 +153,10 @@ class Engine:
             if self._grammar_backend is None:
                 from engine.grammar import GrammarBackend
 
-                self._grammar_backend = GrammarBackend(self.tokenizer, self.vocab_size,
-                                                       stop_token_ids=sorted(self.eos_token_ids))
+                self._grammar_backend = GrammarBackend(
+                    self.tokenizer, self.vocab_size, max_cache_bytes=self.config.grammar_cache_bytes,
+                    compile_timeout_s=self.config.grammar_compile_timeout_s,
+                    stop_token_ids=sorted(self.eos_token_ids))
             return self._grammar_backend
 
     def close(self) -> None:
@@ -326,6 +328,7 @@ class AsyncEngine:
         self.tokenizer, self.context_length, self.vocab_size = e.tokenizer, e.context_length, e.vocab_size
         self.model_name = self.config.model
         self.supports_images = e.supports_images
+        self.multimodal_config = e.multimodal_config
         self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
         self._thread.start()
         e._report_state()

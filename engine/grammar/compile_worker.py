@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -191,4 +192,6 @@ def _serve(sock: socket.socket, max_threads: int) -> None:
 
 def serve_from_argv() -> None:
     """Child entry point: argv holds the socket's file descriptor and xgrammar's thread count."""
+    # A Ctrl-C in a terminal reaches the whole process group; the parent decides when we stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _serve(socket.socket(fileno=int(sys.argv[1])), max_threads=int(sys.argv[2]))

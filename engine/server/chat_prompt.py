@@ -1,6 +1,7 @@
 """Render OpenAI chat messages into one prompt string with the model's own chat template."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -13,18 +14,28 @@ from engine.server.protocol import ChatMessage, ImageUrlPart, TextPart
 TEMPLATE_ROLE = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
 
+@dataclass
+class ChatPrompt:
+    text: str
+    # One entry per image placeholder, in prompt order: decoded bytes of a data: URL,
+    # or an allowlisted http(s) URL still to fetch.
+    images: list[bytes | str] = field(default_factory=list)
+
+
 def render_chat_prompt(tokenizer: Any, messages: list[ChatMessage], model_name: str, supports_images: bool,
-                       image_host_allowlist: tuple[str, ...]) -> str:
-    """The prompt text for `messages`, ending with the assistant turn's opening."""
+                       image_host_allowlist: tuple[str, ...]) -> ChatPrompt:
+    """The prompt for `messages`, ending with the assistant turn's opening."""
     if not messages:
         raise ApiError(400, "messages must hold at least one message", "invalid_request", "messages")
-    template_messages = [template_message(message, model_name, supports_images, image_host_allowlist)
+    images: list[bytes | str] = []
+    template_messages = [template_message(message, model_name, supports_images, image_host_allowlist, images)
                          for message in messages]
     if not getattr(tokenizer, "chat_template", None):
         raise ApiError(400, f"model {model_name!r} has no chat template; use /v1/completions with a prompt",
                        "no_chat_template", "messages")
     try:
-        return tokenizer.apply_chat_template(template_messages, add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(template_messages, add_generation_prompt=True, tokenize=False)
+        return ChatPrompt(text, images)
     except jinja2.TemplateError as exc:
         # Templates reject conversations they cannot render (e.g. roles out of order) with raise_exception().
         raise ApiError(400, f"the chat template refused these messages: {exc}", "invalid_messages",
@@ -32,25 +43,29 @@ def render_chat_prompt(tokenizer: Any, messages: list[ChatMessage], model_name: 
 
 
 def template_message(message: ChatMessage, model_name: str, supports_images: bool,
-                     image_host_allowlist: tuple[str, ...]) -> dict[str, str]:
+                     image_host_allowlist: tuple[str, ...], images: list[bytes | str]) -> dict[str, Any]:
     content = message.content
+    body: str | list[dict[str, str]]
     if content is None:
-        text = ""
+        body = ""
     elif isinstance(content, str):
-        text = content
+        body = content
     else:
         image_parts = [part for part in content if isinstance(part, ImageUrlPart)]
-        for part in image_parts:
-            check_image_url(part.image_url.url, image_host_allowlist)
+        sources = [check_image_url(part.image_url.url, image_host_allowlist) for part in image_parts]
         if image_parts and not supports_images:
             raise ApiError(400, f"model {model_name!r} does not accept images", "model_does_not_accept_images",
                            "messages.content")
         if image_parts:
-            # The engine API takes no pixels yet; the vision-language issue wires them through here.
-            raise ApiError(501, "image inputs are not wired into this engine yet", "images_not_implemented",
-                           "messages.content")
-        text = "\n".join(part.text for part in content if isinstance(part, TextPart))
-    rendered = {"role": TEMPLATE_ROLE[message.role], "content": text}
+            # The template writes one placeholder per image part, in order; the engine
+            # takes the images' bytes in the same order.
+            images.extend(data if data is not None else part.image_url.url.strip()
+                          for part, data in zip(image_parts, sources))
+            body = [{"type": "image"} if isinstance(part, ImageUrlPart) else {"type": "text", "text": part.text}
+                    for part in content]
+        else:
+            body = "\n".join(part.text for part in content if isinstance(part, TextPart))
+    rendered: dict[str, Any] = {"role": TEMPLATE_ROLE[message.role], "content": body}
     if message.name:
         rendered["name"] = message.name
     return rendered

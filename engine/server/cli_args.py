@@ -63,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--share-prefix-cache-across-tenants", action="store_true")
     parser.add_argument("--num-threads", type=positive_int, help="torch threads on CPU")
     parser.add_argument("--debug", action="store_true", help="engine debug checks (poisoned KV slots, owners)")
+    parser.add_argument("--device", default="cpu", help="torch device for weights and KV pool (cpu, cuda, cuda:1)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                        help="weights and KV dtype (keep float32 on CPU)")
+    parser.add_argument("--grammar-compile-timeout", type=positive_float, default=10.0,
+                        help="seconds a JSON-schema/regex/EBNF compile may take before the request is refused")
+    parser.add_argument("--grammar-cache-memory", type=parse_bytes, default=64 << 20,
+                        help="bytes of compiled grammars kept (LRU)")
+    parser.add_argument("--max-image-bytes", type=parse_bytes, default=20 << 20,
+                        help="largest encoded image accepted (400 above)")
+    parser.add_argument("--max-image-pixels", type=positive_int, default=40_000_000,
+                        help="largest width*height accepted, read before decoding")
+    parser.add_argument("--max-images-per-request", type=positive_int, default=8)
     parser.add_argument("--api-key", default=os.environ.get("OCRSERVE_ENGINE_API_KEY"),
                         help="required as 'Authorization: Bearer KEY' on /v1/* (env OCRSERVE_ENGINE_API_KEY)")
     parser.add_argument("--admin-key", default=os.environ.get("OCRSERVE_ENGINE_ADMIN_KEY"),
@@ -104,5 +116,13 @@ def engine_config_from_args(args: argparse.Namespace):
         max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,
-        num_threads=args.num_threads, debug=args.debug,
+        num_threads=args.num_threads, debug=args.debug, device=args.device, dtype=args.dtype,
+        grammar_compile_timeout_s=args.grammar_compile_timeout, grammar_cache_bytes=args.grammar_cache_memory,
     )
+
+
+def multimodal_config_from_args(args: argparse.Namespace):
+    from engine.multimodal.config import MultimodalConfig
+
+    return MultimodalConfig(max_image_bytes=args.max_image_bytes, max_image_pixels=args.max_image_pixels,
+                            max_images_per_request=args.max_images_per_request)

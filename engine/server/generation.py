@@ -44,9 +44,12 @@ class GenerationRun:
 
     @classmethod
     async def start(cls, engine: Any, request: Request, prompt: str | list[int], params: Any, request_id: str,
-                    tenant: str, deadline: RequestDeadline) -> GenerationRun:
+                    tenant: str, deadline: RequestDeadline, images: list[bytes] | None = None) -> GenerationRun:
         """Submit the request and wait for its first output (admission errors surface here)."""
-        outputs = engine.generate(prompt, params, request_id=request_id, tenant=tenant)
+        if images:
+            outputs = engine.generate(prompt, params, request_id=request_id, tenant=tenant, images=images)
+        else:
+            outputs = engine.generate(prompt, params, request_id=request_id, tenant=tenant)
         watcher = DisconnectWatcher(request.receive)
 
         async def first_output() -> Any:

@@ -24,12 +24,13 @@ PARAM = "messages.content.image_url"
 INLINE_HINT = "send the image inline as a data:image/...;base64 URL"
 
 
-def check_image_url(url: str, host_allowlist: tuple[str, ...]) -> None:
-    """Raise a 400 `ApiError` unless `url` is an acceptable image reference."""
+def check_image_url(url: str, host_allowlist: tuple[str, ...]) -> bytes | None:
+    """Raise a 400 `ApiError` unless `url` is an acceptable image reference.
+    Returns the decoded bytes of a data: URL, None for an allowlisted http(s) URL."""
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme == "data":
-        check_data_url(url.strip())
+        return check_data_url(url.strip())
     elif scheme in ("http", "https"):
         host = (parts.hostname or "").lower()
         if host not in {allowed.lower() for allowed in host_allowlist}:
@@ -45,7 +46,7 @@ def check_image_url(url: str, host_allowlist: tuple[str, ...]) -> None:
                        "image_url_not_allowed", PARAM)
 
 
-def check_data_url(url: str) -> None:
+def check_data_url(url: str) -> bytes:
     header, comma, payload = url.partition(",")
     if not comma:
         raise ApiError(400, "malformed data: URL (no comma before the payload)", "invalid_image", PARAM)
@@ -62,3 +63,28 @@ def check_data_url(url: str) -> None:
         raise ApiError(400, "data: URL payload is not valid base64", "invalid_image", PARAM) from None
     if not decoded:
         raise ApiError(400, "data: URL payload is empty", "invalid_image", PARAM)
+    return decoded
+
+
+async def fetch_image(url: str, max_bytes: int, timeout_s: float) -> bytes:
+    """Download an allowlisted http(s) image, refusing redirects and anything over `max_bytes`
+    (counted while reading: a missing or false Content-Length changes nothing)."""
+    import httpx
+
+    timeout = httpx.Timeout(timeout_s)  # connect, read, write and pool: explicit, not the library's default
+    try:
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+            async with client.stream("GET", url) as response:
+                if response.status_code != 200:
+                    raise ApiError(400, f"image_url answered HTTP {response.status_code}", "invalid_image", PARAM)
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise ApiError(400, f"image_url body is larger than {max_bytes} bytes", "invalid_image",
+                                       PARAM)
+                    chunks.append(chunk)
+    except httpx.HTTPError as exc:
+        raise ApiError(400, f"image_url could not be fetched: {type(exc).__name__}", "invalid_image",
+                       PARAM) from None
+    return b"".join(chunks)

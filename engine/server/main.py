@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 import uvicorn
 
-from engine.server.cli_args import build_parser, engine_config_from_args, settings_from_args
+from engine.server.cli_args import (build_parser, engine_config_from_args, multimodal_config_from_args,
+                                    settings_from_args)
 from engine.server.deps import ServerContext
 from engine.server.settings import ServerSettings
 
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         engine_config = engine_config_from_args(args)
+        multimodal_config = multimodal_config_from_args(args)
     except ValueError as exc:
         print(f"ocrserve engine: {exc}", file=sys.stderr)
         return 2
@@ -115,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     metrics = EngineMetrics(model_name=(settings.served_model_names or (args.model,))[0])
     try:
-        engine = AsyncEngine(engine_config, metrics=metrics)
+        engine = AsyncEngine(engine_config, metrics=metrics, multimodal_config=multimodal_config)
     except Exception as exc:   # a bad model name or path: say so, no traceback
         print(f"ocrserve engine: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

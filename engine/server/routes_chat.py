@@ -11,6 +11,7 @@ from engine.server.api_errors import ApiError
 from engine.server.chat_prompt import render_chat_prompt
 from engine.server.deps import get_context, require_api_key, require_ready
 from engine.server.generation import GenerationRun
+from engine.server.image_urls import fetch_image
 from engine.server.logprobs_format import TokenTexts, chat_logprobs
 from engine.server.protocol import ChatCompletionRequest
 from engine.server.request_body import read_json_body
@@ -33,8 +34,9 @@ async def create_chat_completion(request: Request) -> Response:
     params = chat_sampling_params(body, engine.vocab_size)
     prompt = render_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
                                 settings.image_url_host_allowlist)
-    run = await GenerationRun.start(engine, request, prompt, params, header.response_id, body.tenant_key,
-                                    deadline)
+    images = await resolve_images(prompt.images, engine, deadline)
+    run = await GenerationRun.start(engine, request, prompt.text, params, header.response_id, body.tenant_key,
+                                    deadline, images=images)
     token_texts = TokenTexts(engine.tokenizer) if body.logprobs else None
 
     def logprobs_of(items: list) -> dict | None:
@@ -67,3 +69,12 @@ async def create_chat_completion(request: Request) -> Response:
     usage = usage_body(last.num_prompt_tokens, last.num_output_tokens, last.num_cached_tokens)
     return JSONResponse(chat_completion_body(header, last.text, last.finish_reason, logprobs_of(final.logprobs),
                                              usage))
+
+
+async def resolve_images(sources: list, engine, deadline: RequestDeadline) -> list[bytes] | None:
+    """Bytes of every image, fetching allowlisted URLs (each capped like an inline image)."""
+    if not sources:
+        return None
+    max_bytes = engine.multimodal_config.max_image_bytes
+    return [src if isinstance(src, bytes) else await fetch_image(src, max_bytes, deadline.remaining_s())
+            for src in sources]
