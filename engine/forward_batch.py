@@ -25,6 +25,7 @@ class ForwardBatch:
     decode_slot_table: torch.Tensor | None = None  # [num_decode, max_kv_len] int64, padded with slot 0
     decode_mask: torch.Tensor | None = None        # [num_decode, 1, 1, max_kv_len] bool, True = attend
     input_embeds: torch.Tensor | None = None       # [num_tokens, hidden]: replaces embedding lookup (VLMs)
+    out_owners: torch.Tensor | None = None         # [num_tokens] pool owner of each out slot (debug checks)
 
     def to(self, device: torch.device) -> "ForwardBatch":
         if device.type == "cpu":
@@ -35,7 +36,7 @@ class ForwardBatch:
             extend_lens=self.extend_lens, kv_lens=self.kv_lens, kv_slots=[move(s) for s in self.kv_slots],
             logits_indices=move(self.logits_indices), decode_rows=self.decode_rows,
             decode_slot_table=move(self.decode_slot_table), decode_mask=move(self.decode_mask),
-            input_embeds=move(self.input_embeds),
+            input_embeds=move(self.input_embeds), out_owners=self.out_owners,  # owners stay on the CPU
         )
 
     @property
@@ -49,6 +50,7 @@ class ForwardBatch:
         start_positions: list[int],
         kv_slots: list[torch.Tensor],
         sample_rows: list[bool],
+        owner_ids: list[int] | None = None,
     ) -> "ForwardBatch":
         """token_ids[i]: the new tokens of request i, starting at position
         start_positions[i]; kv_slots[i]: slots of all its tokens, the new ones last."""
@@ -81,4 +83,6 @@ class ForwardBatch:
             decode_rows=decode_rows,
             decode_slot_table=table,
             decode_mask=mask,
+            out_owners=None if owner_ids is None else torch.repeat_interleave(
+                torch.tensor(owner_ids, dtype=torch.int64), torch.tensor(extend_lens)),
         )

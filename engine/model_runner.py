@@ -33,6 +33,7 @@ class ModelRunner:
             start_positions=[r.num_computed for r in reqs],
             kv_slots=[r.kv_slots[: r.num_computed + n] for r, n in zip(reqs, scheduled.extend_lens)],
             sample_rows=scheduled.sample,
+            owner_ids=[r.owner_id for r in reqs] if pool.debug else None,
         )
         if self.is_multimodal:  # M-RoPE positions for every row; image embeddings where a chunk has them
             batch.positions = batch_positions(reqs, scheduled.extend_lens)

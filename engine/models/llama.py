@@ -82,7 +82,7 @@ class LlamaModel:
         q = self.rope.apply(q.reshape(num_tokens, c.num_heads, c.head_dim), batch.positions)
         k = self.rope.apply(k.reshape(num_tokens, c.num_kv_heads, c.head_dim), batch.positions)
         v = v.reshape(num_tokens, c.num_kv_heads, c.head_dim)
-        pool.write(index, batch.out_slots, k, v)
+        pool.write(index, batch.out_slots, k, v, batch.out_owners)
         k_cache, v_cache = pool.k_cache[index], pool.v_cache[index]
         if len(batch.decode_rows) == batch.num_requests:  # pure decode step: one padded call
             out = decode_attention(q, k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale)
