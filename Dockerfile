@@ -23,7 +23,10 @@ COPY kernels/ kernels/
 COPY vision/ vision/
 COPY workers/ workers/
 COPY web/ web/
-RUN pip install .
+COPY schemas/ schemas/
+COPY examples/ examples/
+# Editable: the web page and the shipped schemas are found beside the packages.
+RUN pip install -e .
 
 RUN useradd --create-home --uid 1000 ocrserve && mkdir /data && chown ocrserve /data
 USER ocrserve

@@ -1,14 +1,17 @@
 """The JSON the jobs API answers with."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from workers.document_result import iso_time
-from workers.job_model import JobRecord
+from workers.job_model import JobRecord, JobState
 
 JobStateName = Literal["queued", "running", "done", "failed", "cancelled"]
+ExtractionStateName = Literal["pending", "done", "partial", "failed", "skipped"]
 
 
 class PageView(BaseModel):
@@ -29,6 +32,13 @@ class FileView(BaseModel):
     pages_selected: int
 
 
+class ExtractionView(BaseModel):
+    schema_name: str = Field(description="the registered schema's name, or 'inline'")
+    state: ExtractionStateName = Field(description="pending until the job ends; then done, partial (some "
+                                       "documents failed), failed, or skipped (the job ended without results)")
+    reason: str | None = Field(None, description="a sentence, when some or all of the extraction failed")
+
+
 class JobSummary(BaseModel):
     id: str
     state: JobStateName
@@ -40,6 +50,7 @@ class JobSummary(BaseModel):
     error: str | None = Field(None, description="a sentence, when the job failed")
     formats: list[str]
     files: list[FileView]
+    schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 
     @classmethod
     def from_record(cls, job: JobRecord) -> JobSummary:
@@ -48,13 +59,30 @@ class JobSummary(BaseModel):
 
 class JobView(JobSummary):
     pages: list[PageView]
+    extraction: ExtractionView | None = Field(None, description="present when the job was sent with a schema; "
+                                              "the fields are at /result?format=extraction")
 
     @classmethod
-    def from_record(cls, job: JobRecord) -> JobView:
+    def from_record(cls, job: JobRecord, extraction: ExtractionView | None = None) -> JobView:
         pages = [PageView(file=p.file_index + 1, page=p.page_number, state=p.state.value, reason=p.reason,
                           attempts=p.attempts, regions_ok=p.regions_ok, regions_fallback=p.regions_fallback,
                           regions_failed=p.regions_failed) for p in job.pages]
-        return cls(**_summary_fields(job), pages=pages)
+        return cls(**_summary_fields(job), pages=pages, extraction=extraction)
+
+
+def extraction_view(job: JobRecord, result_path: Path) -> ExtractionView | None:
+    """The extraction's state for a job sent with a schema, read from its extraction.json once written."""
+    if job.options.extraction is None:
+        return None
+    name = job.options.extraction.name
+    if not job.state.is_final:
+        return ExtractionView(schema_name=name, state="pending")
+    try:
+        stored = json.loads(result_path.read_text())
+    except (OSError, ValueError):
+        reason = "the job was cancelled" if job.state is JobState.CANCELLED else "the job ended without results"
+        return ExtractionView(schema_name=name, state="skipped", reason=reason)
+    return ExtractionView(schema_name=name, state=stored["state"], reason=stored.get("reason"))
 
 
 class JobList(BaseModel):
@@ -67,6 +95,7 @@ def _summary_fields(job: JobRecord) -> dict[str, object]:
         "created_at": iso_time(job.created_at), "updated_at": iso_time(job.updated_at),
         "finished_at": iso_time(job.finished_at) if job.finished_at is not None else None,
         "error": job.error, "formats": list(job.options.formats),
+        "schema_name": job.options.extraction.name if job.options.extraction else None,
         "files": [FileView(filename=f.filename, kind=f.kind, num_pages=f.num_pages,
                            pages_selected=len(f.page_indices)) for f in job.files],
     }

@@ -16,6 +16,9 @@ from app.api_keys import KeyRing
 from app.deps import ApiContext
 from app.errors import error_response, install_error_handlers
 from app.routes_jobs import router as jobs_router
+from app.routes_pages import router as pages_router
+from app.schemas_registry import router as schemas_router
+from app.web_ui import mount_web_ui
 from vision.limits import DocumentTooLargeError
 from workers.job_service import JobService
 from workers.settings import Settings
@@ -38,6 +41,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                    keys=KeyRing(settings.api_keys, settings.keys_file))
     install_error_handlers(app)
     app.include_router(jobs_router)
+    app.include_router(schemas_router)
+    app.include_router(pages_router)
+    mount_web_ui(app)
 
     @app.get("/health", tags=["service"], summary="Liveness probe (no key needed)")
     def health() -> JSONResponse:

@@ -17,15 +17,19 @@ from starlette.formparsers import MultiPartException
 
 from app.deps import Context, Jobs, Owner
 from app.errors import ApiError
-from app.job_schemas import JobList, JobSummary, JobView
+from app.job_schemas import JobList, JobSummary, JobView, extraction_view
+from app.schemas_registry import SchemaRegistry, resolve_schema
 from vision.limits import DocumentTooLargeError, InvalidOptionError
+from workers.extraction_schema import ExtractionSchema, SchemaError, parse_schema
 from workers.job_model import JobRecord, JobState
-from workers.job_service import TooManyFilesError, Upload
+from workers.job_service import JobService, TooManyFilesError, Upload
+from workers.settings import Settings
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
-               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf"}
+               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
+FORM_OPTIONS = ("pages", "formats", "dpi", "schema")
 READ_CHUNK_BYTES = 1024 * 1024
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
@@ -35,6 +39,8 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "pages": {"type": "string", "description": "pages of each file, e.g. '1-5,8' (default: all)"},
         "formats": {"type": "string", "description": "comma-separated subset of md,json,txt,pdf (default: all)"},
         "dpi": {"type": "number", "description": "render resolution for PDF pages (default: the server's)"},
+        "schema": {"type": "string", "description": "extract fields into extraction.json: the name of a "
+                   "registered schema (GET /v1/schemas) or a whole JSON schema, as text or as a file part"},
     }}}}}}
 
 
@@ -43,25 +49,36 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
 async def create_job(request: Request, context: Context, owner: Owner) -> JobView:
     settings = context.settings
     try:
-        form = await request.form(max_files=settings.max_files_per_job, max_fields=8)
+        # One file part more than the job's files: the schema may come as a file. A text field
+        # (the schema is the only big one) is capped at the schema's limit.
+        form = await request.form(max_files=settings.max_files_per_job + 1, max_fields=8,
+                                  max_part_size=settings.max_schema_bytes)
     except (MultiPartException, HTTPException) as exc:   # Starlette reports parse errors as a 400 HTTPException
         detail = str(getattr(exc, "detail", None) or exc)
+        if "exceeded maximum size" in detail.lower():
+            raise SchemaError(f"a form field is larger than the {settings.max_schema_bytes:,}-byte limit "
+                              "(the limit for a schema)") from exc
         if "too many files" in detail.lower():
             raise TooManyFilesError(f"too many files in one job; the limit is {settings.max_files_per_job}") from exc
         raise ApiError(400, "invalid_request", f"the upload is not valid multipart form data ({detail})") from exc
     try:
-        uploads = [await _read_capped(part, settings.max_upload_bytes)
-                   for _, part in form.multi_items() if isinstance(part, UploadFile)]
         fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
+        schema_files = [await _read_capped(part, settings.max_schema_bytes, "the schema")
+                        for name, part in form.multi_items() if isinstance(part, UploadFile) and name == "schema"]
+        uploads = [await _read_capped(part, settings.max_upload_bytes)
+                   for name, part in form.multi_items() if isinstance(part, UploadFile) and name != "schema"]
     finally:
         await form.close()
-    unknown = sorted(set(fields) - {"pages", "formats", "dpi"})
+    unknown = sorted(set(fields) - set(FORM_OPTIONS))
     if unknown:
-        raise InvalidOptionError(f"unknown option {unknown[0][:30]!r}; options are pages, formats and dpi")
+        raise InvalidOptionError(f"unknown option {unknown[0][:30]!r}; options are {', '.join(FORM_OPTIONS)}")
     dpi = _parse_dpi(fields.get("dpi"))
+    # Checked before any document is opened: a bad schema costs no work.
+    extraction = _extraction_schema(fields.get("schema"), schema_files, settings)
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
-    job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi)
-    return JobView.from_record(job)
+    job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
+                                  extraction=extraction)
+    return _view(context.jobs, job)
 
 
 @router.get("", response_model=JobList, summary="The caller's jobs, newest first")
@@ -72,25 +89,28 @@ def list_jobs(jobs: Jobs, owner: Owner, limit: int = Query(20, ge=1, le=100),
 
 @router.get("/{job_id}", response_model=JobView, summary="A job's state and per-page progress")
 def get_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
-    return JobView.from_record(_owned_job(jobs, owner, job_id))
+    return _view(jobs, _owned_job(jobs, owner, job_id))
 
 
-@router.get("/{job_id}/result", summary="A finished job's result as md, json, txt or pdf",
+@router.get("/{job_id}/result", summary="A finished job's result as md, json, txt, pdf or extraction (JSON)",
             responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}})
 def get_result(job_id: str, jobs: Jobs, owner: Owner,
-               format: Literal["md", "json", "txt", "pdf"] = Query("md")) -> Response:  # noqa: A002
+               format: Literal["md", "json", "txt", "pdf", "extraction"] = Query("md")) -> Response:  # noqa: A002
     job = _owned_job(jobs, owner, job_id)
     if job.state is not JobState.DONE:
         if job.state is JobState.FAILED:
             raise ApiError(409, "job_failed", f"the job failed: {job.error}")
         raise ApiError(409, "job_not_finished",
                        f"the job is {job.state.value} ({job.pages_done} of {job.pages_total} pages done)")
-    if format != "json" and format not in job.options.formats:
+    if format == "extraction" and job.options.extraction is None:
+        raise ApiError(404, "format_not_requested", "this job was submitted without a schema, so it has no extraction")
+    if format not in ("json", "extraction") and format not in job.options.formats:
         raise ApiError(404, "format_not_requested", f"format {format!r} was not requested for this job")
     path = jobs.result_path(job, format)
     if not path.exists():
         raise ApiError(404, "result_missing", f"the {format} result of this job is missing")
-    return FileResponse(path, media_type=MEDIA_TYPES[format], filename=f"{job.id}.{format}")
+    filename = f"{job.id}.extraction.json" if format == "extraction" else f"{job.id}.{format}"
+    return FileResponse(path, media_type=MEDIA_TYPES[format], filename=filename)
 
 
 @router.get("/{job_id}/figures/{name}", summary="A figure crop the Markdown links to")
@@ -108,7 +128,11 @@ def cancel_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
         raise ApiError(409, "job_finished", f"the job is already {job.state.value}")
     cancelled = jobs.cancel(owner, job_id)
     assert cancelled is not None
-    return JobView.from_record(cancelled)
+    return _view(jobs, cancelled)
+
+
+def _view(jobs: JobService, job: JobRecord) -> JobView:
+    return JobView.from_record(job, extraction_view(job, jobs.result_path(job, "extraction")))
 
 
 def _owned_job(jobs: Jobs, owner: str, job_id: str) -> JobRecord:
@@ -118,14 +142,25 @@ def _owned_job(jobs: Jobs, owner: str, job_id: str) -> JobRecord:
     return job
 
 
-async def _read_capped(part: UploadFile, max_bytes: int) -> Upload:
+async def _read_capped(part: UploadFile, max_bytes: int, what: str | None = None) -> Upload:
     chunks, size = [], 0
     while chunk := await part.read(READ_CHUNK_BYTES):
         size += len(chunk)
         if size > max_bytes:
+            if what is not None:
+                raise SchemaError(f"{what} is larger than the {max_bytes:,}-byte limit")
             raise DocumentTooLargeError(f"{part.filename or 'an upload'} is larger than the {max_bytes:,}-byte limit")
         chunks.append(chunk)
     return Upload(part.filename or "upload", b"".join(chunks))
+
+
+def _extraction_schema(field: str | None, files: list[Upload], settings: Settings) -> ExtractionSchema | None:
+    """The `schema` option: a registered name or inline JSON as a form field, or a JSON file part."""
+    if len(files) + (field is not None) > 1:
+        raise SchemaError("send one schema: as a form field or as a file part, once")
+    if files:
+        return parse_schema(files[0].data, settings.max_schema_bytes)
+    return None if field is None else resolve_schema(field, SchemaRegistry.from_settings(settings))
 
 
 def _parse_dpi(text: str | None) -> float | None:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from workers.extraction_schema import ExtractionSchema
+
 
 class JobState(StrEnum):
     QUEUED = "queued"
@@ -66,13 +68,19 @@ class JobOptions:
     formats: tuple[str, ...]
     dpi: float | None = None        # None: the service's render DPI
     pages: str | None = None        # the selection as sent, e.g. "1-5,8"
+    extraction: ExtractionSchema | None = None   # fields to extract into extraction.json, checked at submit
 
     def to_dict(self) -> dict[str, Any]:
-        return {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages}
+        data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages}
+        if self.extraction is not None:
+            data["extraction"] = self.extraction.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobOptions:
-        return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"))
+        extraction = data.get("extraction")
+        return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"),
+                   ExtractionSchema.from_dict(extraction) if extraction else None)
 
 
 @dataclass(frozen=True)

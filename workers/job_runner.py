@@ -7,11 +7,13 @@
 | only temporary recogniser errors are retried     | `RecognizerUnavailableError` escapes before the final attempt, nothing else |
 | results are complete before a job says `done`    | files are written first, the state last           |
 | a job is never stuck                             | an unreadable upload fails the job with the reason |
+| a failed extraction never costs the OCR results  | it runs after they are written; failures go into extraction.json |
 """
 from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -21,6 +23,7 @@ from vision.document import Document, RenderedPage
 from vision.limits import InputError
 from workers.data_dir import DataDir, write_atomically
 from workers.document_result import build_document_result, render_markdown, render_text
+from workers.extraction import SchemaExtractor
 from workers.job_model import JobRecord, JobState, PageState
 from workers.job_store import JobStore
 from workers.page_pipeline import PagePipeline, fallback_page
@@ -30,6 +33,7 @@ from workers.searchable_pdf import blank_page_pdf, merge_pdfs, page_pdf
 from workers.settings import HARD_LIMIT_GRACE_S, Settings
 
 logger = logging.getLogger("ocrserve.workers")
+FINISH_MARGIN_S = 10   # of the finish task's time limit, kept for writing extraction.json and closing the job
 
 
 class JobRunner:
@@ -92,6 +96,7 @@ class JobRunner:
 
     def finish_job(self, job_id: str) -> bool:
         """Write the results and close the job; False while pages are still pending."""
+        started = time.monotonic()
         job = self.store.get_job(job_id)
         if job is None or job.state.is_final:
             return True
@@ -99,6 +104,10 @@ class JobRunner:
             return False
         result = build_document_result(job, self.store.page_results(job_id))
         self._write_results(job, result)
+        if job.options.extraction is not None and job.pages_failed < job.pages_total:
+            # What is left of the task's soft time limit, less a margin to write the file and close the job.
+            budget_s = self.settings.job_time_limit_s - FINISH_MARGIN_S - (time.monotonic() - started)
+            self._write_extraction(job, result, max(budget_s, 1.0))
         if job.pages_failed == job.pages_total:
             first_reason = next((p.reason for p in job.pages if p.reason), "no page could be read")
             self.store.finish_job(job_id, JobState.FAILED, f"no page could be read: {first_reason}")
@@ -141,6 +150,20 @@ class JobRunner:
             write_atomically(self.data_dir.result_path(job.id, "txt"), render_text(result).encode())
         write_atomically(self.data_dir.result_path(job.id, "json"),
                          json.dumps(result, ensure_ascii=False, indent=1).encode())
+
+    def _write_extraction(self, job: JobRecord, result: dict, budget_s: float) -> None:
+        extractor = SchemaExtractor(self.settings)
+        upload_paths = [self._upload_path(job, i) for i in range(len(job.files))]
+        try:
+            extraction = extractor.extract(job, result, upload_paths, budget_s)
+        except SoftTimeLimitExceeded:
+            limit_s = self.settings.job_time_limit_s
+            extraction = extractor.failed(job, f"the extraction was stopped by the job's {limit_s} s time limit")
+        except Exception as exc:   # the OCR results are written: a bug here must not fail the job
+            logger.exception("extraction for job %s failed", job.id)
+            extraction = extractor.failed(job, f"internal error while extracting ({type(exc).__name__})")
+        write_atomically(self.data_dir.result_path(job.id, "extraction"),
+                         json.dumps(extraction, ensure_ascii=False, indent=1).encode())
 
     def _upload_path(self, job: JobRecord, file_index: int) -> Path:
         return self.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)

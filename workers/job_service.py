@@ -22,6 +22,7 @@ from vision.limits import InputError, InvalidOptionError, PageSelectionError
 from vision.pages import parse_page_selection
 from workers.celery_app import PROCESS_JOB, build_celery_app
 from workers.data_dir import DataDir, write_atomically
+from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobOptions, JobRecord, JobState
 from workers.job_store import JobStore
 from workers.settings import ALL_FORMATS, Settings
@@ -56,11 +57,13 @@ class JobService:
 
     def submit(self, owner: str, uploads: Sequence[Upload], pages: str | None = None,
                formats: str | Sequence[str] | None = None, dpi: float | None = None,
-               clamp_pages: bool = False) -> JobRecord:
+               clamp_pages: bool = False, extraction: ExtractionSchema | None = None) -> JobRecord:
         """Check and store the uploads as one job and queue it. With `clamp_pages`
         (batch runs over documents of mixed length) selected pages past a
-        document's end are left out instead of refused."""
-        options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None)
+        document's end are left out instead of refused. `extraction`, a schema
+        already checked, adds extraction.json to the job's results."""
+        options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
+                             extraction)
         if not uploads:
             raise InputError("no file was uploaded")
         if len(uploads) > self.settings.max_files_per_job:

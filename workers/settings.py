@@ -10,10 +10,13 @@ The clocks on a page's path, all set here (DESIGN invariant 7):
 | page_time_limit_s | one page task (soft limit; the hard limit is 10 s later) |
 | job_time_limit_s | the per-document task that fans out pages, and the one that writes results |
 | broker_visibility_timeout_s | Redis: a task taken by a worker that died is redelivered after this |
+| extraction_timeout_s | one schema-extraction request, connect to last byte (it runs inside the job's finish task) |
+| extraction_connect_timeout_s | opening a connection to the extraction endpoint (refused connections are retried) |
 
 `broker_visibility_timeout_s` must stay above the page hard time limit, or a
-page still running could be handed to a second worker; `Settings` refuses
-values that break this.
+page still running could be handed to a second worker, and an extraction with
+its retries must fit in the finish task's time limit; `Settings` refuses
+values that break either.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from vision.limits import VisionLimits
 
 HARD_LIMIT_GRACE_S = 10
 ALL_FORMATS = ("md", "json", "txt", "pdf")
+EXTRACTION_RETRY_BACKOFF_S = 2.0   # before the first retry of an unreachable extraction endpoint; doubles
 
 
 class Settings(BaseSettings):
@@ -54,7 +58,9 @@ class Settings(BaseSettings):
     render_dpi: float = Field(150.0, gt=0, le=600)
 
     # Recognition.
-    recognizer: Literal["openai", "tesseract"] = "openai"
+    # Tesseract until the house OCR model ships: a CPU box must read documents out of the box,
+    # and our engine's only built-in model here (SmolLM2) reads no images.
+    recognizer: Literal["openai", "tesseract"] = "tesseract"
     engine_url: str | None = None        # unset: our engine on loopback (started by `serve` and `run`)
     engine_port: int = Field(30000, ge=0, le=65535)
     engine_model: str = "smollm2-135m"
@@ -64,6 +70,25 @@ class Settings(BaseSettings):
     recognizer_max_concurrency: int = Field(16, ge=1)
     tesseract_cmd: str = "tesseract"
     tesseract_lang: str = "eng"
+
+    # Schema extraction, for jobs sent with a schema. Route "auto": "vision" (page images to the
+    # recogniser's VLM) when the recogniser is `openai`, else "text" (recognised text to a text LLM).
+    schemas_dir: Path | None = None      # registered schemas (NAME.json), listed beside the shipped examples
+    max_schema_bytes: int = Field(64 * 1024, ge=256)
+    extraction_route: Literal["auto", "text", "vision"] = "auto"
+    extraction_url: str | None = None    # unset: text -> our engine on loopback; vision -> the recogniser's URL
+    extraction_port: int = Field(30001, ge=0, le=65535)
+    extraction_model: str | None = None  # unset: smollm2-135m (text) or engine_model (vision)
+    extraction_api_key: str | None = None
+    extraction_timeout_s: float = Field(120.0, gt=0)
+    extraction_connect_timeout_s: float = Field(5.0, gt=0)
+    extraction_retries: int = Field(2, ge=0, le=5)
+    extraction_max_input_chars: int = Field(6000, ge=100)   # text route: longer documents are cut, with a note
+    extraction_max_pages: int = Field(4, ge=1)              # vision route: the first pages of each document
+    extraction_max_tokens: int = Field(1024, ge=16)
+    # Unset: 0.5 on the text route, whose small default model otherwise repeats array items up to
+    # maxItems; 0 on the vision route, where a strong model reads long tables of alike rows.
+    extraction_frequency_penalty: float | None = Field(None, ge=0.0, le=2.0)
 
     # Workers.
     worker_concurrency: int = Field(2, ge=1)
@@ -79,7 +104,17 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"OCRSERVE_BROKER_VISIBILITY_TIMEOUT_S ({self.broker_visibility_timeout_s}) must exceed the page "
                 f"hard time limit ({self.page_time_limit_s + HARD_LIMIT_GRACE_S} s), or running pages get redelivered")
+        if self.extraction_worst_case_s >= self.job_time_limit_s:
+            raise ValueError(
+                f"an extraction may take {self.extraction_worst_case_s:.0f} s (OCRSERVE_EXTRACTION_TIMEOUT_S plus "
+                f"retries), which must stay under OCRSERVE_JOB_TIME_LIMIT_S ({self.job_time_limit_s} s)")
         return self
+
+    @property
+    def extraction_worst_case_s(self) -> float:
+        """One extraction request plus its retries of refused connections, with their backoff."""
+        backoff_s = sum(EXTRACTION_RETRY_BACKOFF_S * 2 ** attempt for attempt in range(self.extraction_retries))
+        return self.extraction_timeout_s + self.extraction_retries * self.extraction_connect_timeout_s + backoff_s
 
     @property
     def uses_embedded_broker(self) -> bool:

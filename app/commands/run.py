@@ -1,4 +1,4 @@
-"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--force]`
+"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--schema S] [--force]`
 
 The batch folder job, with no server running: it starts a private worker (and
 our engine, when it is the recogniser) on loopback with an embedded broker in
@@ -6,6 +6,14 @@ a temporary data directory, submits every input as its own job, shows
 progress (files and pages), writes each input's results as they finish,
 prints a summary and stops what it started. Inputs already done (same bytes,
 pages and formats; see `app.batch_inputs`) are skipped unless --force.
+
+With --schema (a JSON schema file, or a registered name such as `invoice`)
+each input also gets NAME.extraction.json: the fields, validated against the
+schema, or the reason they could not be extracted. When extraction reads text
+and no OCRSERVE_EXTRACTION_URL is set, our engine is started on loopback with
+SmolLM2-135M-Instruct (or OCRSERVE_EXTRACTION_MODEL) for it. A failed
+extraction is reported in the summary but does not change the exit status: the
+OCR results are all there.
 
 Exit status: 0 when every input was read, 1 when any input or page failed,
 2 when nothing could start (bad arguments, a recogniser that cannot work).
@@ -20,13 +28,18 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.batch_inputs import BatchInput, BatchInputError, RunManifest, file_sha256, find_inputs
 from workers.settings import Settings
 
+if TYPE_CHECKING:
+    from workers.extraction_schema import ExtractionSchema
+
 SUMMARY = "OCR files and folders to Markdown/JSON/text/PDF without a server"
 POLL_INTERVAL_S = 0.25
 OWNER = "cli"
+EXTRACTION_OUTPUT = "extraction.json"   # NAME.extraction.json, beside NAME.md
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--formats", default="md,json,txt,pdf", help="comma-separated: md,json,txt,pdf")
     parser.add_argument("--pages", default=None, help="pages of each input, e.g. 1-5,8 (pages past the end are skipped)")
     parser.add_argument("--dpi", type=float, default=None, help="render resolution for PDF pages")
+    parser.add_argument("--schema", default=None,
+                        help="also extract fields into NAME.extraction.json: a JSON schema file or a registered name")
     parser.add_argument("--force", action="store_true", help="redo inputs already done")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: OCRSERVE_WORKER_CONCURRENCY)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -55,6 +70,7 @@ class Tally:
     pages_ok: int = 0
     pages_fallback: int = 0
     pages_failed: int = 0
+    extractions_failed: list[tuple[str, str]] = field(default_factory=list)   # (input, reason)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -64,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         formats = parse_formats(args.formats)
         items = find_inputs(args.inputs)
-    except (BatchInputError, InputError) as exc:
+        extraction = _load_schema(args.schema) if getattr(args, "schema", None) else None
+    except (BatchInputError, InputError) as exc:   # a bad schema is an InputError too
         print(f"ocrserve run: {exc}", file=sys.stderr)
         return 2
     out_dir: Path = args.out
@@ -72,14 +89,16 @@ def main(args: argparse.Namespace) -> int:
     manifest = RunManifest(out_dir)
     tally = Tally()
     todo: list[tuple[BatchInput, str]] = []
+    outputs = formats + (EXTRACTION_OUTPUT,) if extraction else formats
     for item in items:
         sha256 = file_sha256(item.path)
-        if not args.force and manifest.is_done(item, out_dir, sha256, args.pages, formats):
+        if not args.force and manifest.is_done(item, out_dir, sha256, args.pages, outputs) \
+                and _same_schema(item, out_dir, extraction):
             tally.skipped.append(str(item.path))
         else:
             todo.append((item, sha256))
     if todo:
-        code = _run_jobs(args, todo, formats, out_dir, manifest, tally)
+        code = _run_jobs(args, todo, formats, extraction, out_dir, manifest, tally)
         if code is not None:
             return code
     _print_summary(tally, len(items))
@@ -87,11 +106,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], formats: tuple[str, ...],
-              out_dir: Path, manifest: RunManifest, tally: Tally) -> int | None:
+              extraction: ExtractionSchema | None, out_dir: Path, manifest: RunManifest,
+              tally: Tally) -> int | None:
     from tqdm import tqdm
 
     from app.local_services import ServiceStartError, child_env, start_engine, start_worker
     from vision.limits import InputError
+    from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.job_service import JobService, Upload
     from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 
@@ -104,12 +125,18 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
             children.append(engine)
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
+        if extraction is not None and starts_own_extraction_engine(settings):
+            model = ExtractionEndpoint.from_settings(settings).model
+            engine, extraction_url = start_engine(settings.model_copy(update={"engine_model": model}),
+                                                  child_env(settings), 0, tmp / "extraction-engine.log")
+            children.append(engine)
+            settings = settings.model_copy(update={"extraction_url": extraction_url})
         service = JobService(settings)
         active: dict[str, tuple[BatchInput, str]] = {}
         for item, sha256 in todo:
             try:
                 job = service.submit(OWNER, [Upload(item.path.name, item.path.read_bytes())], args.pages, formats,
-                                     args.dpi, clamp_pages=True)
+                                     args.dpi, clamp_pages=True, extraction=extraction)
             except InputError as exc:
                 tally.failed.append((str(item.path), str(exc)))
                 continue
@@ -185,13 +212,56 @@ def _collect(service, job, item: BatchInput, sha256: str, pages: str | None, for
             destination.write_text(json.dumps({**result, "source": str(item.path)}, ensure_ascii=False, indent=1))
         else:
             shutil.copyfile(service.result_path(job, fmt), destination)
+    if job.options.extraction is not None:
+        _collect_extraction(service, job, item, out_dir, tally)
     failed_pages = [p.page_number for p in job.pages if p.state.value == "failed"]
     if failed_pages:
         tally.failed.append((str(item.path), f"page(s) {', '.join(map(str, failed_pages))} could not be read: "
                                              f"{next(p.reason for p in job.pages if p.state.value == 'failed')}"))
     else:
         tally.done.append(str(item.path))
-        manifest.record(item, sha256, pages, formats)
+        extracted = job.options.extraction is not None and not any(p == str(item.path)
+                                                                    for p, _ in tally.extractions_failed)
+        manifest.record(item, sha256, pages, formats + (EXTRACTION_OUTPUT,) if extracted else formats)
+
+
+def _collect_extraction(service, job, item: BatchInput, out_dir: Path, tally: Tally) -> None:
+    """NAME.extraction.json: the job's extraction result, with the input's path."""
+    source = service.result_path(job, "extraction")
+    try:
+        extraction = json.loads(source.read_text())
+    except (OSError, ValueError):
+        extraction = {"state": "failed", "reason": "the worker wrote no extraction result"}
+    item.output_path(out_dir, EXTRACTION_OUTPUT).write_text(
+        json.dumps({**extraction, "source": str(item.path)}, ensure_ascii=False, indent=1))
+    if extraction.get("state") != "done":
+        tally.extractions_failed.append((str(item.path), extraction.get("reason") or "unknown reason"))
+
+
+def _load_schema(value: str) -> ExtractionSchema:
+    """--schema: a JSON schema file (named by its stem), else a registered name or inline JSON."""
+    from app.schemas_registry import SchemaRegistry, resolve_schema
+    from workers.extraction_schema import SchemaError, parse_schema
+
+    settings = Settings()
+    path = Path(value)
+    if path.suffix == ".json" and path.is_file():
+        try:
+            return parse_schema(path.read_bytes(), settings.max_schema_bytes, path.stem)
+        except OSError as exc:
+            raise SchemaError(f"{value}: cannot be read ({exc.strerror})") from None
+    return resolve_schema(value, SchemaRegistry.from_settings(settings))
+
+
+def _same_schema(item: BatchInput, out_dir: Path, extraction: ExtractionSchema | None) -> bool:
+    """Without a schema, or when NAME.extraction.json was made with this very schema."""
+    if extraction is None:
+        return True
+    try:
+        written = json.loads(item.output_path(out_dir, EXTRACTION_OUTPUT).read_text())
+    except (OSError, ValueError):
+        return False
+    return (written.get("schema") or {}).get("sha256") == extraction.sha256
 
 
 def _print_summary(tally: Tally, num_inputs: int) -> None:
@@ -201,6 +271,8 @@ def _print_summary(tally: Tally, num_inputs: int) -> None:
           file=sys.stderr)
     for path, reason in tally.failed:
         print(f"  failed: {path}: {reason}", file=sys.stderr)
+    for path, reason in tally.extractions_failed:
+        print(f"  extraction failed: {path}: {reason}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import sys
 from app.commands.api import bind_host
 from workers.settings import Settings
 
+# SmolLM2 reads one document's text at a time: a small pool (~0.75 GB) is plenty.
+EXTRACTION_KV_TOKENS = 16384
 SUMMARY = "run the API, a worker and (when it is ours) the engine in one command"
 
 
@@ -38,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
     from app.local_services import ServiceStartError, child_env, start_engine, start_worker
     from app.main import create_app
     from workers.data_dir import DataDir
+    from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 
     settings = Settings()
@@ -57,6 +60,16 @@ def main(args: argparse.Namespace) -> int:
             overrides["engine_url"] = engine_url
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
+        if starts_own_extraction_engine(settings):
+            # Jobs may ask for schema extraction at any time: the text route needs its model up.
+            model = ExtractionEndpoint.from_settings(settings).model
+            print(f"ocrserve serve: starting the extraction engine ({model})", file=sys.stderr)
+            extraction_engine, extraction_url = start_engine(
+                settings.model_copy(update={"engine_model": model}), child_env(settings), settings.extraction_port,
+                data_dir.root / "extraction-engine.log", extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)))
+            children.append(extraction_engine)
+            overrides["extraction_url"] = extraction_url
+            settings = settings.model_copy(update={"extraction_url": extraction_url})
         worker = start_worker(child_env(settings, **overrides), settings.worker_concurrency,
                               data_dir.root / "worker.log")
         children.append(worker)

@@ -1,0 +1,308 @@
+// The result view: one job's result, page by page (drawn by page_drawing.js),
+// with a region on the page and its text linked both ways, page navigation,
+// a Markdown preview, the extracted fields when the job had a schema, and
+// downloads. Every image and file is fetched with the key and shown from a
+// blob: URL, since a plain src or href cannot carry the Authorization header.
+
+import { byId, el, saveBlob, showMessage } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { drawLegend, drawPage, drawPageNote, listRegions } from "./page_drawing.js";
+
+const DOWNLOADS = [["md", "Markdown"], ["json", "JSON"], ["txt", "Text"], ["pdf", "Searchable PDF"]];
+
+export class ResultView {
+  constructor(getApi, announce) {
+    this.getApi = getApi;
+    this.announce = announce;
+    this.section = byId("result");
+    this.placeholder = byId("result-placeholder");
+    this.error = byId("result-error");
+    this.canvas = byId("page-canvas");
+    this.regionList = byId("region-list");
+    this.pageSelect = byId("page-select");
+    this.docSelect = byId("doc-select");
+    this.imageUrls = new Map();   // "file/page" -> object URL of the fetched page image
+    this.token = 0;               // bumped on every navigation; late answers for older ones are dropped
+    this.bindEvents();
+  }
+
+  bindEvents() {
+    byId("close-result").addEventListener("click", () => this.close());
+    byId("prev-page").addEventListener("click", () => this.step(-1));
+    byId("next-page").addEventListener("click", () => this.step(1));
+    this.pageSelect.addEventListener("change", () => this.showPage(this.docIndex, Number(this.pageSelect.value)));
+    this.docSelect.addEventListener("change", () => this.showPage(Number(this.docSelect.value), 0));
+    for (const tab of this.section.querySelectorAll("[role=tab]")) {
+      tab.addEventListener("click", () => this.showTab(tab.dataset.tab));
+    }
+    // On the document, not the section: a page button that just went disabled drops focus to <body>.
+    document.addEventListener("keydown", (event) => this.onKey(event));
+    const activate = (event, handler) => {
+      const target = event.target.closest("[data-region]");
+      if (target) handler(Number(target.dataset.region), target);
+    };
+    for (const container of [this.canvas, this.regionList]) {
+      container.addEventListener("click", (event) => activate(event, (index, target) => this.select(index, target)));
+      container.addEventListener("keydown", (event) => {
+        if (event.key !== "Enter" && event.key !== " ") return;
+        event.preventDefault();
+        activate(event, (index, target) => this.select(index, target));
+      });
+    }
+    byId("downloads").addEventListener("click", (event) => {
+      const button = event.target.closest("button[data-format]");
+      if (button) this.download(button.dataset.format, button);
+    });
+  }
+
+  async open(jobId) {
+    const token = ++this.token;
+    this.releaseImages();
+    showMessage(this.error, "");
+    this.section.hidden = false;
+    this.placeholder.hidden = true;
+    byId("result-title").textContent = "Loading result…";
+    try {
+      const [job, result] = await Promise.all([this.getApi().getJob(jobId), this.getApi().resultJson(jobId)]);
+      if (token !== this.token) return;
+      this.job = job;
+      this.result = result;
+      this.markdownLoaded = false;
+      this.extractionLoaded = false;
+    } catch (error) {
+      if (token !== this.token) return;
+      byId("result-title").textContent = "Result";
+      showMessage(this.error, `The result could not be loaded: ${error.message}`);
+      return;
+    }
+    const documents = this.result.documents;
+    byId("result-title").textContent = documents.length === 1 ? documents[0].filename : `${documents.length} documents`;
+    this.docSelect.replaceChildren(...documents.map((doc, index) => el("option", { value: index, text: doc.filename })));
+    byId("doc-picker").hidden = documents.length < 2;
+    this.renderDownloads();
+    byId("tab-extraction").hidden = !this.job.extraction;
+    history.replaceState(null, "", `#job=${encodeURIComponent(jobId)}`);
+    this.showTab("page");
+    this.showPage(0, 0);
+    byId("result-title").focus();
+  }
+
+  close() {
+    this.token += 1;
+    this.releaseImages();
+    this.job = null;
+    this.result = null;
+    this.section.hidden = true;
+    this.placeholder.hidden = false;
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  // The open job was deleted from the list.
+  forget(jobId) {
+    if (this.job && this.job.id === jobId) this.close();
+  }
+
+  step(delta) {
+    const next = this.pageIndex + delta;
+    if (this.result && next >= 0 && next < this.currentDocument.pages.length) this.showPage(this.docIndex, next);
+  }
+
+  onKey(event) {
+    if (!this.result || this.section.hidden || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.target !== document.body && !this.section.contains(event.target)) return;
+    if (event.target.closest("input, select, textarea")) return;
+    if (event.target.getAttribute("role") === "tab") return this.onTabKey(event);
+    const delta = { ArrowLeft: -1, PageUp: -1, ArrowRight: 1, PageDown: 1 }[event.key];
+    if (delta && !byId("page-panel").hidden) {
+      event.preventDefault();
+      this.step(delta);
+    }
+  }
+
+  // Arrow keys move between tabs (the WAI-ARIA tabs pattern); Tab leaves the tab list.
+  onTabKey(event) {
+    const tabs = [...this.section.querySelectorAll("[role=tab]")].filter((tab) => !tab.hidden);
+    const delta = { ArrowLeft: -1, ArrowRight: 1 }[event.key];
+    if (!delta) return;
+    event.preventDefault();
+    const next = tabs[(tabs.indexOf(event.target) + delta + tabs.length) % tabs.length];
+    next.focus();
+    this.showTab(next.dataset.tab);
+  }
+
+  get currentDocument() {
+    return this.result.documents[this.docIndex];
+  }
+
+  showPage(docIndex, pageIndex) {
+    const token = ++this.token;
+    this.docIndex = docIndex;
+    this.pageIndex = pageIndex;
+    this.selected = null;
+    const pages = this.currentDocument.pages;
+    const page = pages[pageIndex];
+    this.docSelect.value = String(docIndex);
+    this.pageSelect.replaceChildren(...pages.map((p, index) =>
+      el("option", { value: index, text: `Page ${p.page}${p.state === "done" ? "" : ` (${p.state})`}` })));
+    this.pageSelect.value = String(pageIndex);
+    byId("page-count").textContent = `${pageIndex + 1} of ${pages.length}`;
+    const [prev, next] = [byId("prev-page"), byId("next-page")];
+    prev.disabled = pageIndex === 0;
+    next.disabled = pageIndex === pages.length - 1;
+    // Keep keyboard focus on the page buttons when the one in use goes disabled at either end.
+    if (document.activeElement === prev && prev.disabled) next.focus();
+    if (document.activeElement === next && next.disabled) prev.focus();
+    drawPageNote(byId("page-note"), page);
+    drawPage(this.canvas, page, null);
+    byId("no-regions").hidden = listRegions(this.regionList, page) > 0;
+    drawLegend(byId("legend"), page);
+    if (page.width) this.loadImage(page, token);
+  }
+
+  async loadImage(page, token) {
+    const key = `${this.docIndex + 1}/${page.page}`;
+    try {
+      if (!this.imageUrls.has(key)) {
+        const blob = await this.getApi().pageImage(this.job.id, this.docIndex + 1, page.page);
+        this.imageUrls.set(key, URL.createObjectURL(blob));
+      }
+      if (token !== this.token) return;
+      drawPage(this.canvas, page, this.imageUrls.get(key));
+      this.mark(this.selected);   // the boxes were drawn again, over the image
+    } catch (error) {
+      if (token === this.token) showMessage(this.error, `The page image could not be loaded: ${error.message}`);
+    }
+  }
+
+  // Selects region `index` in both the drawing and the text; `origin` is the element clicked.
+  select(index, origin) {
+    this.selected = this.selected === index ? null : index;
+    this.mark(this.selected);
+    if (this.selected === null) return;
+    const region = this.currentDocument.pages[this.pageIndex].regions[index];
+    const item = this.regionList.querySelector(`[data-region="${index}"]`);
+    const box = this.canvas.querySelector(`[data-region="${index}"]`);
+    const other = origin && this.canvas.contains(origin) ? item : box;
+    other?.scrollIntoView({ block: "nearest", inline: "nearest" });
+    this.announce(`Region ${region.reading_index + 1} selected: ${region.label}`);
+  }
+
+  mark(index) {
+    for (const node of this.section.querySelectorAll("[data-region]")) {
+      const on = index !== null && Number(node.dataset.region) === index;
+      node.classList.toggle("selected", on);
+      node.setAttribute("aria-pressed", on ? "true" : "false");
+    }
+  }
+
+  showTab(name) {
+    for (const tab of this.section.querySelectorAll("[role=tab]")) {
+      const on = tab.dataset.tab === name;
+      tab.setAttribute("aria-selected", on ? "true" : "false");
+      tab.tabIndex = on ? 0 : -1;
+      byId(tab.getAttribute("aria-controls")).hidden = !on;
+    }
+    byId("page-nav").hidden = name !== "page";   // pages belong to the page view only
+    if (name === "markdown") this.loadMarkdown();
+    if (name === "extraction") this.loadExtraction();
+  }
+
+  async loadExtraction() {
+    if (this.extractionLoaded || !this.job?.extraction) return;
+    const job = this.job;
+    const { schema_name: schemaName, state, reason } = job.extraction;
+    const stateNode = byId("extraction-state");
+    const documents = byId("extraction-documents");
+    stateNode.textContent = `Schema ${schemaName}: ${state}${reason ? ` — ${reason}` : "."}`;
+    stateNode.classList.toggle("error", state === "failed" || state === "partial");
+    documents.replaceChildren();
+    if (!hasExtraction(job)) return;
+    try {
+      const extraction = JSON.parse(await this.getApi().resultText(job.id, "extraction"));
+      if (this.job !== job) return;
+      this.extractionLoaded = true;
+      documents.replaceChildren(...extraction.documents.map((doc) => el("section", { class: "extraction-document" },
+        el("h3", { text: doc.filename }),
+        el("p", { class: doc.state === "done" ? "muted" : "error",
+                  text: doc.state === "done" ? "Extracted; the fields validate against the schema."
+                                             : `Not extracted: ${doc.reason || "no reason given"}` }),
+        doc.data !== null && doc.data !== undefined
+          ? el("pre", { class: "extraction-data", text: JSON.stringify(doc.data, null, 2) }) : null)));
+    } catch (error) {
+      if (this.job === job) documents.replaceChildren(el("p", { class: "error", role: "alert",
+        text: `The extracted fields could not be loaded: ${error.message}` }));
+    }
+  }
+
+  async loadMarkdown() {
+    if (this.markdownLoaded || !this.job) return;
+    const preview = byId("markdown-preview");
+    if (!this.job.formats.includes("md")) {
+      preview.replaceChildren(el("p", { class: "muted", text: "Markdown was not requested for this job." }));
+      return;
+    }
+    const job = this.job;
+    preview.replaceChildren(el("p", { class: "muted", text: "Loading Markdown…" }));
+    try {
+      const markdown = await this.getApi().resultText(job.id, "md");
+      if (this.job !== job) return;
+      preview.innerHTML = renderMarkdown(markdown);   // escaped by renderMarkdown; see markdown.js
+      this.markdownLoaded = true;
+      for (const image of preview.querySelectorAll("img[data-figure]")) this.loadFigure(job, image);
+    } catch (error) {
+      if (this.job === job) preview.replaceChildren(el("p", { class: "error", role: "alert",
+        text: `The Markdown could not be loaded: ${error.message}` }));
+    }
+  }
+
+  async loadFigure(job, image) {
+    try {
+      const url = URL.createObjectURL(await this.getApi().figure(job.id, image.dataset.figure));
+      this.imageUrls.set(`figure/${image.dataset.figure}`, url);
+      image.src = url;
+    } catch (error) {
+      image.replaceWith(el("span", { class: "md-image-ref", text: `[figure ${image.dataset.figure}: ${error.message}]` }));
+    }
+  }
+
+  renderDownloads() {
+    const formats = new Set([...this.job.formats, "json"]);
+    const buttons = DOWNLOADS.map(([format, name]) => el("button", {
+      type: "button", "data-format": format, disabled: !formats.has(format),
+      title: formats.has(format) ? null : `${name} was not requested for this job`,
+      text: `${name} (.${format})` }));
+    if (hasExtraction(this.job)) {
+      buttons.push(el("button", { type: "button", "data-format": "extraction", text: "Extracted fields (.json)" }));
+    }
+    byId("downloads").replaceChildren(...buttons);
+  }
+
+  async download(format, button) {
+    button.disabled = true;
+    showMessage(this.error, "");
+    try {
+      const blob = await this.getApi().resultBlob(this.job.id, format);
+      saveBlob(blob, `${downloadStem(this.job)}.${format === "extraction" ? "extraction.json" : format}`);
+    } catch (error) {
+      showMessage(this.error, `The ${format} download failed: ${error.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  releaseImages() {
+    for (const url of this.imageUrls.values()) URL.revokeObjectURL(url);
+    this.imageUrls.clear();
+  }
+}
+
+// An extraction file exists once the job has ended with results (done, partial or failed).
+function hasExtraction(job) {
+  return Boolean(job.extraction) && ["done", "partial", "failed"].includes(job.extraction.state);
+}
+
+function downloadStem(job) {
+  if (job.files.length !== 1) return `ocrserve-${job.id.slice(0, 8)}`;
+  const name = job.files[0].filename.replace(/\.[A-Za-z0-9]{1,5}$/, "");
+  return name.replace(/[^\w.-]+/g, "_").slice(0, 100) || `ocrserve-${job.id.slice(0, 8)}`;
+}
