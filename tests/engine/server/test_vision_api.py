@@ -5,19 +5,17 @@ image and prompt; bad images are clear 400s and the server keeps serving."""
 from __future__ import annotations
 
 import base64
-import io
-import struct
 import subprocess
 import sys
 import threading
 import time
-import zlib
 
 import openai
 import pytest
 from PIL import Image
 
 from tests.engine.server.conftest import REPO_ROOT, SERVER_THREADS, free_port
+from tests.engine.test_vlm_images import png_header_bomb
 from tests.engine.tiny_vlm import build_tiny_vlm, png_bytes, random_image
 
 KEY = "vision-key"
@@ -25,15 +23,6 @@ KEY = "vision-key"
 
 def data_url(raw: bytes, media: str = "image/png") -> str:
     return f"data:{media};base64,{base64.b64encode(raw).decode()}"
-
-
-def png_header_only(width: int, height: int) -> bytes:
-    """A PNG that claims width x height: a decompression bomb's header, a few bytes long."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    idat = zlib.compress(b"\x00" * 64)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +86,7 @@ def test_two_images_in_one_message(vision_server):
 
 @pytest.mark.parametrize("raw,media,words", [
     (png_bytes(Image.new("RGB", (1, 300), "white")), "image/png", "side"),
-    (png_header_only(20000, 20000), "image/png", "pixels"),
+    (png_header_bomb(20000, 20000), "image/png", "pixels"),
     (png_bytes(random_image(64, 64, seed=1))[:120], "image/png", "truncated"),
     (b"%PDF-1.7 this is not an image", "image/png", "image 1"),
 ])
