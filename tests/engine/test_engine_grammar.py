@@ -101,3 +101,46 @@ def test_tiny_random_model_only_the_grammar_keeps_it_valid(tmp_path, smollm2_pat
                 assert out.finish_reason == "length"
     finally:
         eng.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(tmp_path_factory, smollm2_path):
+    """A random-weight Llama with SmolLM2's tokenizer: its logits are noise, so only the grammar keeps it valid."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    path = tmp_path_factory.mktemp("tiny_llama")
+    torch.manual_seed(1)
+    cfg = LlamaConfig(vocab_size=49152, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
+                      eos_token_id=2, bos_token_id=1, tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(path)
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(smollm2_path / name, path / name)
+    eng = Engine(EngineConfig(model=str(path), kv_tokens=8192))
+    yield eng
+    eng.close()
+
+
+def _random_schema_property(engine_fixture: str, temperature: float):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.engine.test_grammar import RANDOM_SCHEMAS
+
+    @settings(max_examples=6, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(schema=RANDOM_SCHEMAS, seed=st.integers(0, 2**31 - 1))
+    def check(request, schema, seed):
+        eng = request.getfixturevalue(engine_fixture)
+        prompt = chat(eng.tokenizer, "Answer with JSON for this schema: " + json.dumps(schema))
+        params = SamplingParams(temperature=temperature, max_tokens=600, seed=seed,
+                                grammar=GrammarSpec(json_schema=json.dumps(schema)))
+        out = eng.generate([prompt], params)[0]
+        assert out.finish_reason == "stop", (schema, out.text)
+        jsonschema.validate(json.loads(out.text), schema, cls=jsonschema.Draft202012Validator)
+
+    return check
+
+
+test_random_schemas_through_the_engine_with_smollm2 = _random_schema_property("engine", 0.0)
+test_random_schemas_through_the_engine_with_a_noise_model = _random_schema_property("tiny_engine", 1.0)
