@@ -14,7 +14,6 @@ job; `.../record` removes a job that has ended, so the list stays short.
 from __future__ import annotations
 
 import io
-import sqlite3
 
 from fastapi import APIRouter, Path, Response
 from pydantic import BaseModel, Field
@@ -32,7 +31,6 @@ router = APIRouter(prefix="/v1", tags=["web page"])
 
 FILE_EXTENSIONS = {"pdf": [".pdf"], "png": [".png"], "jpeg": [".jpg", ".jpeg"], "tiff": [".tif", ".tiff"]}
 IMAGE_CACHE_CONTROL = "private, max-age=3600"   # an upload never changes under its job id
-STORE_BUSY_TIMEOUT_S = 30.0
 
 
 class ServiceLimits(BaseModel):
@@ -83,7 +81,7 @@ def delete_job(job_id: str, jobs: Jobs, owner: Owner) -> Response:
     job = _owned_job(jobs, owner, job_id)
     if not job.state.is_final:
         raise ApiError(409, "job_not_finished", f"the job is {job.state.value}; cancel it before deleting it")
-    if not _delete_job_row(jobs, job):
+    if not jobs.store.delete_job(job.id, job.owner):
         raise ApiError(409, "job_not_finished", "the job changed while it was being deleted; try again")
     jobs.data_dir.remove_job_files(job.id)
     return Response(status_code=204)
@@ -94,17 +92,3 @@ def _owned_job(jobs: JobService, owner: str, job_id: str) -> JobRecord:
     if job is None:
         raise ApiError(404, "not_found", "no such job")
     return job
-
-
-def _delete_job_row(jobs: JobService, job: JobRecord) -> bool:
-    """Remove the job and (by cascade) its pages, only while it is still final and
-    still the caller's. TODO(lead): this belongs in `JobStore.delete_job`; it is
-    here because the store is another helper's file."""
-    db = sqlite3.connect(jobs.data_dir.job_store_path, timeout=STORE_BUSY_TIMEOUT_S, isolation_level=None)
-    try:
-        db.execute("PRAGMA foreign_keys = ON")
-        deleted = db.execute("DELETE FROM jobs WHERE id = ? AND owner = ? AND state IN ('done', 'failed', 'cancelled')",
-                             (job.id, job.owner)).rowcount
-    finally:
-        db.close()
-    return deleted == 1

@@ -160,6 +160,13 @@ class JobStore:
                            (PageState.CANCELLED.value, now, job_id))
             return changed
 
+    def delete_job(self, job_id: str, owner: str) -> bool:
+        """Remove a finished job of `owner` and (by cascade) its pages; False if it is
+        not final any more, not the owner's, or already gone."""
+        with self._write() as db:
+            return db.execute(f"DELETE FROM jobs WHERE id = ? AND owner = ? AND state NOT IN {_ACTIVE_JOB}",
+                              (job_id, owner)).rowcount == 1
+
     def _job_from_row(self, db: sqlite3.Connection, row: sqlite3.Row) -> JobRecord:
         pages = tuple(PageRecord(p["file_index"], p["page_index"], PageState(p["state"]), p["reason"], p["attempts"],
                                  p["regions_ok"], p["regions_fallback"], p["regions_failed"])
