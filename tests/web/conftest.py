@@ -51,8 +51,10 @@ def api(service_data_dir, redis_server):
     process.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context(tmp_path_factory):
+    # Module scope, not session: Playwright's sync API keeps an event loop running in
+    # this thread while it lives, and later tests' asyncio.run() would refuse to start.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
