@@ -1,14 +1,13 @@
-"""The engine: admission, the schedule -> run -> sample -> stop loop, and the
-async front that the HTTP server drives from another thread."""
+"""The engine: admission and the schedule -> run -> sample -> stop loop.
+`engine.async_engine.AsyncEngine` runs it on a thread for asyncio callers."""
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import itertools
-import queue
 import threading
 import time
 import uuid
-from typing import AsyncIterator, Sequence
+from typing import Sequence
 
 import torch
 from transformers import AutoTokenizer
@@ -22,7 +21,7 @@ from engine.model_runner import _DTYPES, ModelRunner
 from engine.multimodal.config import MultimodalConfig
 from engine.multimodal.image_decode import ImageData
 from engine.radix_cache import RadixCache
-from engine.request import Request, RequestOutput, RequestStatus
+from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
@@ -134,7 +133,7 @@ class Engine:
             # Seeded here, once: a retracted request keeps the same random stream.
             with self._seed_lock:
                 seed = int(torch.randint(0, 2**62, (1,), generator=self._seed_rng))
-            params = _with_seed(params, seed)
+            params = dataclasses.replace(params, seed=seed)
         return Request(
             request_id=request_id or uuid.uuid4().hex,
             owner_id=next(self._owner_ids),
@@ -291,169 +290,3 @@ class Engine:
                 if out.finished:
                     final[out.request_id] = out
         return [final[r.request_id] for r in reqs]
-
-
-def _with_seed(params: SamplingParams, seed: int) -> SamplingParams:
-    import dataclasses
-
-    return dataclasses.replace(params, seed=seed)
-
-
-class AsyncEngine:
-    """Runs an Engine on its own thread; `generate` streams outputs to asyncio callers."""
-
-    def __init__(self, config: EngineConfig, metrics=None, multimodal_config: MultimodalConfig | None = None):
-        self.config = config
-        self.multimodal_config = multimodal_config
-        if metrics is None:
-            from engine.metrics import EngineMetrics
-
-            metrics = EngineMetrics(model_name=config.model)
-        self.metrics = metrics
-        self.engine: Engine | None = None
-        self.is_ready = False
-        self._inbox: queue.Queue = queue.Queue()
-        self._streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
-        self._thread: threading.Thread | None = None
-        self._stopping = threading.Event()
-        self.startup_error: BaseException | None = None
-
-    def start(self) -> None:
-        try:
-            self.engine = Engine(self.config, self.metrics, self.multimodal_config)
-        except BaseException as exc:
-            self.startup_error = exc
-            raise
-        e = self.engine
-        self.tokenizer, self.context_length, self.vocab_size = e.tokenizer, e.context_length, e.vocab_size
-        self.model_name = self.config.model
-        self.supports_images = e.supports_images
-        self.multimodal_config = e.multimodal_config
-        self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
-        self._thread.start()
-        e._report_state()
-        self.is_ready = True
-
-    def _loop(self) -> None:
-        e = self.engine
-        while not self._stopping.is_set():
-            if e.has_work:
-                try:
-                    item = self._inbox.get_nowait()
-                except queue.Empty:
-                    item = None
-            else:
-                item = self._inbox.get()  # idle: sleep until a request (or stop) arrives
-            while item is not None:
-                self._handle(item)
-                try:
-                    item = self._inbox.get_nowait()
-                except queue.Empty:
-                    item = None
-            if self._stopping.is_set():
-                break
-            try:
-                outputs = e.step()
-            except Exception as exc:  # a bug must not leave callers hanging
-                for rid in list(e.requests):
-                    self._deliver(rid, exc)
-                    e.abort(rid)
-                continue
-            for out in outputs:
-                self._deliver(out.request_id, out)
-        for rid in list(e.requests):
-            out = e.abort(rid)
-            if out is not None:
-                self._deliver(rid, out)
-
-    def _handle(self, item) -> None:
-        kind, payload = item
-        if kind == "add":
-            req = payload
-            try:
-                self.engine.add_request(req, req.params)
-            except Exception as exc:
-                self._deliver(req.request_id, exc)
-        elif kind == "abort":
-            out = self.engine.abort(payload)
-            if out is not None:
-                self._deliver(payload, out)
-        elif kind == "flush":
-            payload.set_result(self.engine.flush_cache())
-        elif kind == "stop":
-            self._stopping.set()
-
-    def _deliver(self, request_id: str, item) -> None:
-        stream = self._streams.get(request_id)
-        if stream is None:
-            return
-        loop, q = stream
-        try:
-            loop.call_soon_threadsafe(q.put_nowait, item)
-        except RuntimeError:
-            pass  # the caller's loop is closed: nobody is listening any more
-        if isinstance(item, BaseException) or item.finished:
-            self._streams.pop(request_id, None)
-
-    async def generate(self, prompt: str | list[int], params: SamplingParams,
-                       request_id: str | None = None, tenant: str = "",
-                       images: Sequence[ImageData] | None = None) -> AsyncIterator[RequestOutput]:
-        """images: see Engine.make_request (encoded bytes, one per image placeholder in the prompt)."""
-        if not self.is_ready:
-            from engine.errors import EngineOverloadedError
-
-            raise EngineOverloadedError("the engine is still loading")
-        if images or params.grammar is not None:
-            # Decoding images or compiling a grammar takes a while: off the event loop. Tokenising stays here
-            # (one tokenizer must not be used from two threads at once).
-            ids = self.engine.tokenizer.encode(prompt, add_special_tokens=False) if isinstance(prompt, str) else prompt
-            req = await asyncio.to_thread(self.engine.make_request, ids, params, request_id, tenant, images)
-        else:
-            req = self.engine.make_request(prompt, params, request_id, tenant)
-        rid = req.request_id
-        if rid in self._streams:
-            raise InvalidRequestError(f"request id {rid!r} is already in use")
-        q: asyncio.Queue = asyncio.Queue()
-        self._streams[rid] = (asyncio.get_running_loop(), q)
-        self._inbox.put(("add", req))
-        finished = False
-        try:
-            while True:
-                item = await q.get()
-                if isinstance(item, BaseException):
-                    finished = True
-                    raise item
-                if item.finished:
-                    finished = True
-                yield item
-                if finished:
-                    return
-        finally:
-            if not finished:
-                self._streams.pop(rid, None)
-                self._inbox.put(("abort", rid))
-
-    def abort(self, request_id: str) -> None:
-        self._inbox.put(("abort", request_id))
-
-    def flush_cache(self) -> bool:
-        if not self.is_ready:
-            return False
-        import concurrent.futures
-
-        fut: concurrent.futures.Future = concurrent.futures.Future()
-        self._inbox.put(("flush", fut))
-        return fut.result(timeout=30)
-
-    def kv_usage(self) -> float:
-        e = self.engine
-        return 0.0 if e is None else e.scheduler.kv_used_tokens() / (e.pool.num_slots - 1)
-
-    def shutdown(self) -> None:
-        self._stopping.set()
-        self._inbox.put(("stop", None))
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        if self.engine is not None:
-            self.engine.close()
-        self.is_ready = False

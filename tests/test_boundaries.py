@@ -16,6 +16,7 @@ def imported_after(module: str) -> set[str]:
 
 @pytest.mark.parametrize("module,forbidden", [
     ("engine.engine", {"vision", "workers", "app"}),
+    ("engine.async_engine", {"vision", "workers", "app"}),
     ("engine.server.app", {"vision", "workers", "app"}),
     ("kernels.paged_attention", {"engine", "vision", "workers", "app"}),
     ("vision.page_analysis", {"engine", "torch", "workers", "app"}),

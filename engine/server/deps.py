@@ -20,7 +20,7 @@ from engine.server.settings import ServerSettings
 
 @dataclass
 class ServerContext:
-    engine: Any                       # engine.engine.AsyncEngine (duck-typed: the server never imports torch)
+    engine: Any                       # engine.async_engine.AsyncEngine (duck-typed: the server never imports torch)
     settings: ServerSettings
     lifecycle: EngineLifecycle
     created: int = field(default_factory=lambda: int(time.time()))

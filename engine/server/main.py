@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     # Imported only when serving: the engine pulls in torch and transformers.
-    from engine.engine import AsyncEngine
+    from engine.async_engine import AsyncEngine
     from engine.metrics import EngineMetrics
     from engine.server.app import create_app
 

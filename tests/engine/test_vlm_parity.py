@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from engine.config import EngineConfig
-from engine.engine import AsyncEngine, Engine
+from engine.async_engine import AsyncEngine
+from engine.engine import Engine
 from engine.sampling_params import SamplingParams
 from tests.engine.tiny_vlm import build_tiny_vlm, png_bytes, random_image
 
