@@ -11,7 +11,7 @@ Workloads
   run all rows to the longest length: we report its raw rate (every row x 256)
   and its useful rate (the tokens the requests asked for) — the ratio quoted is
   against the useful rate, since that is what the callers receive.
-- few-shot: 24 requests sharing a ~1,000-token few-shot prefix, each with its
+- few-shot: 24 requests sharing a ~1,500-token few-shot prefix, each with its
   own question, sent one after another; prefix cache on vs off. TTFT = time
   from submission to the first generated token.
 """

@@ -29,7 +29,7 @@ class ModelRunner:
         """Logits [num_sampled, vocab] for the requests of `scheduled` that reach their end."""
         reqs = scheduled.requests
         batch = ForwardBatch.build(
-            token_ids=[r.all_ids[r.num_computed : r.num_computed + n] for r, n in zip(reqs, scheduled.extend_lens)],
+            token_ids=[r.token_ids(r.num_computed, r.num_computed + n) for r, n in zip(reqs, scheduled.extend_lens)],
             start_positions=[r.num_computed for r in reqs],
             kv_slots=[r.kv_slots[: r.num_computed + n] for r, n in zip(reqs, scheduled.extend_lens)],
             sample_rows=scheduled.sample,

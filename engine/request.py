@@ -85,6 +85,13 @@ class Request:
     def all_ids(self) -> list[int]:
         return self.prompt_ids + self.output_ids
 
+    def token_ids(self, start: int, end: int) -> list[int]:
+        """all_ids[start:end] without building all_ids (a decode step needs one token)."""
+        num_prompt = len(self.prompt_ids)
+        if start >= num_prompt:
+            return self.output_ids[start - num_prompt : end - num_prompt]
+        return self.prompt_ids[start:end] + self.output_ids[: max(0, end - num_prompt)]
+
     @property
     def cache_key_ids(self) -> list[int]:
         """The radix-cache key of all_ids: an image's tokens become ids derived from its

@@ -92,14 +92,11 @@ class Scheduler:
             n = min(req.num_tokens - prefix_len, budget)
             # Keep one slot per running decode free, so admitting does not force a retraction next step.
             headroom = sum(1 for r in self.running if r.num_pending == 1)
-            new_slots = self._alloc(n + headroom, req.owner_id)
-            if new_slots is None:
+            if not self._make_room(n + headroom):
                 if node is not None:
                     self.cache.unlock(node)
                 return
-            if headroom:
-                self.pool.free(new_slots[n:], req.owner_id)
-                new_slots = new_slots[:n]
+            new_slots = self.pool.alloc(n, req.owner_id)
             self.waiting.popleft()
             req.kv_slots = torch.cat([slots, new_slots])
             req.num_computed = req.num_locked = prefix_len
@@ -119,12 +116,15 @@ class Scheduler:
         batch.sample.append(req.num_computed + n == req.num_tokens)
 
     # -- memory ------------------------------------------------------------------
+    def _make_room(self, n: int) -> bool:
+        """Evict unreferenced cache entries until n slots are free; False if they cannot be."""
+        short = n - self.pool.num_free
+        if short > 0 and self.cache is not None:
+            self.cache.evict(short)
+        return self.pool.num_free >= n
+
     def _alloc(self, n: int, owner: int) -> torch.Tensor | None:
-        slots = self.pool.alloc(n, owner)
-        if slots is None and self.cache is not None:
-            self.cache.evict(n - self.pool.num_free)
-            slots = self.pool.alloc(n, owner)
-        return slots
+        return self.pool.alloc(n, owner) if self._make_room(n) else None
 
     def _grow(self, req: Request, n: int, batch: ScheduledBatch) -> bool:
         """Give a running request n more slots, retracting later arrivals if needed.
