@@ -25,6 +25,12 @@ BUILTIN_MODELS = {
 }
 
 
+# Built-in models shipped as checkpoint folders in this repository.
+BUILTIN_FOLDERS = {
+    "house-ocr": Path(__file__).resolve().parent.parent / "models" / "house-ocr",
+}
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("OCRSERVE_CACHE_DIR", Path.home() / ".cache" / "ocrserve")) / "models"
 
@@ -38,6 +44,12 @@ def resolve_model(name: str) -> Path:
             raise FileNotFoundError(f"built-in model {name!r} needs the Python package {package!r}; run the set-up script")
         # find_spec, not import: the wheel's __init__ imports a plugin host we do not install.
         return convert_gguf(Path(spec.origin).parent / filename, cache_root() / name)
+    if name in BUILTIN_FOLDERS:
+        folder = BUILTIN_FOLDERS[name]
+        if not (folder / "config.json").exists():
+            raise FileNotFoundError(f"built-in model {name!r} should be at {folder}, which has no config.json; "
+                                    "it ships in the ocrserve repository")
+        return folder
     path = Path(name).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         stat = path.stat()
@@ -46,7 +58,7 @@ def resolve_model(name: str) -> Path:
     if path.is_dir() and (path / "config.json").exists():
         return path
     raise FileNotFoundError(
-        f"model {name!r} is neither a built-in name ({', '.join(BUILTIN_MODELS)}), "
+        f"model {name!r} is neither a built-in name ({', '.join([*BUILTIN_MODELS, *BUILTIN_FOLDERS])}), "
         "a checkpoint folder with config.json, nor a .gguf file"
     )
 

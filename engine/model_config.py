@@ -8,7 +8,7 @@ from pathlib import Path
 TEXT_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
 # Vision-language models: the text part is read from `text_config` (or the top level in older files).
 VLM_ARCHITECTURES = ("GlmOcrForConditionalGeneration", "Qwen2VLForConditionalGeneration",
-                     "Qwen2_5_VLForConditionalGeneration")
+                     "Qwen2_5_VLForConditionalGeneration", "HouseOcrForConditionalGeneration")
 SUPPORTED_ARCHITECTURES = TEXT_ARCHITECTURES + VLM_ARCHITECTURES
 
 

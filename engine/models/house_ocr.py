@@ -1,0 +1,119 @@
+"""The house OCR model (architecture `HouseOcrForConditionalGeneration`), served
+through the same vision-language path as GLM-OCR and Qwen2-VL.
+
+    line crop -> PP-OCRv4 recogniser features [T, 120] (frozen, ONNX; line_encoder.py)
+              -> pairs of frames [ceil(T/2), 240] -> LayerNorm -> Linear -> GELU -> Linear  (projector)
+              -> image tokens in  <s> <|begin_of_image|> <|image|> x N <|end_of_image|> <|text|>
+              -> a Llama decoder over the paged KV pool (our llama.py) -> characters, </s>
+
+Positions are plain 1-D: an image is given the grid (1, 1, N) with merge size 1,
+so the multimodal path's M-RoPE rows are (p, p, p + k) for image token k and
+equal for text; the width row is the sequence index, which the decoder's
+ordinary RoPE reads. The prefix cache keys image tokens by the crop's content
+hash like every VLM here, and `<|text|>` after the image is the shared task
+prefix. The CTC draft head (`ctc_head.*`) is loaded and exposed as `ctc_draft`.
+
+The reference this is tested against is training/house_ocr/model.py (plain
+PyTorch, the module that was trained).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from engine.errors import InvalidRequestError
+from engine.forward_batch import ForwardBatch
+from engine.model_config import ModelConfig
+from engine.models.line_encoder import HEIGHT, LineEncoder, frames_for_width, preprocess
+from engine.models.llama import LlamaModel
+
+ARCHITECTURE = "HouseOcrForConditionalGeneration"
+MERGE = 2
+
+
+def image_token_count(frames: int) -> int:
+    return -(-frames // MERGE)
+
+
+class HouseOcrPreprocessor:
+    """Crop -> network input; the same interface as multimodal.ImagePreprocessor."""
+
+    merge_size = 1
+
+    def preprocess(self, image: Image.Image, label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
+        """-> pixel_values [1, 3, 48, W] float32, grid (1, 1, image tokens)."""
+        try:
+            pixels = preprocess(np.asarray(image.convert("RGB")))
+        except (ValueError, OSError) as exc:
+            raise InvalidRequestError(f"{label} cannot be prepared for this model: {exc}", "images") from None
+        assert pixels.shape[2] == HEIGHT
+        return torch.from_numpy(pixels), (1, 1, image_token_count(frames_for_width(pixels.shape[3])))
+
+
+class HouseOcrModel:
+    is_multimodal = True
+
+    def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
+                 max_positions: int, device: torch.device | str = "cpu", encoder_threads: int = 2):
+        assert config.architecture == ARCHITECTURE
+        self.config = config
+        self.dtype = dtype
+        self.device = torch.device(device)
+
+        def take(name: str) -> torch.Tensor:
+            if name not in state:
+                raise ValueError(f"the house OCR checkpoint at {path} has no tensor {name!r}")
+            return state.pop(name).to(device=self.device, dtype=dtype).contiguous()
+
+        self.projector = {n: take(f"projector.{n}") for n in
+                          ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
+        self.ctc = {n: take(f"ctc_head.{n}") for n in
+                    ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
+        self.language = LlamaModel(config, state, dtype, max_positions, device)
+        self.encoder = LineEncoder(encoder_threads)
+
+    def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.language.embed[input_ids]
+
+    def features(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        """[1, 3, 48, W] -> encoder features [T, 120] (float32)."""
+        return torch.from_numpy(self.encoder.run(pixel_values.numpy()))
+
+    @torch.inference_mode()
+    def encode_image(self, pixel_values: torch.Tensor, grid_thw: tuple[int, int, int]) -> torch.Tensor:
+        features = self.features(pixel_values).to(device=self.device, dtype=self.dtype)
+        frames, dim = features.shape
+        pad = (-frames) % MERGE
+        if pad:
+            features = torch.cat([features, features.new_zeros(pad, dim)])
+        merged = features.reshape(-1, MERGE * dim)
+        p = self.projector
+        x = F.layer_norm(merged, (merged.shape[-1],), p["norm.weight"], p["norm.bias"], 1e-5)
+        x = F.linear(F.gelu(F.linear(x, p["fc1.weight"], p["fc1.bias"])), p["fc2.weight"], p["fc2.bias"])
+        assert x.shape[0] == grid_thw[2], (x.shape, grid_thw)
+        return x
+
+    @torch.inference_mode()
+    def ctc_draft(self, pixel_values: torch.Tensor, blank_id: int = 0) -> list[int]:
+        """Greedy CTC reading of a crop: token ids of the whole line, proposed at once."""
+        features = self.features(pixel_values).to(device=self.device, dtype=self.dtype)
+        c = self.ctc
+        x = F.layer_norm(features, (features.shape[-1],), c["norm.weight"], c["norm.bias"], 1e-5)
+        best = F.linear(F.gelu(F.linear(x, c["fc1.weight"], c["fc1.bias"])), c["fc2.weight"], c["fc2.bias"])
+        out, previous = [], blank_id
+        for token in best.argmax(-1).tolist():
+            if token != previous and token != blank_id:
+                out.append(token)
+            previous = token
+        return out
+
+    def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
+        positions = batch.positions
+        if positions.dim() == 2:   # the multimodal path's [3, N]: the width row is the 1-D position
+            batch = dataclasses.replace(batch, positions=positions[2].contiguous())
+        return self.language.forward(batch, pool)

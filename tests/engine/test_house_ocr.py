@@ -1,0 +1,145 @@
+"""The house OCR model as the engine serves it (built-in name `house-ocr`, the
+weights shipped in models/house-ocr/): greedy tokens identical to the plain
+PyTorch reference forward of the same weights (training/house_ocr/model.py,
+full recompute, no KV cache), batched and alone, with chunked prefill cutting
+through the image and with a prefix-cache hit; the CTC draft head identical to
+the reference's; and the shipped weights read clean printed lines."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw, ImageFont
+
+from engine.config import EngineConfig
+from engine.engine import Engine
+from engine.loader import resolve_model
+from engine.models.line_encoder import LineEncoder
+from engine.sampling_params import SamplingParams
+from training.house_ocr import charset
+from training.house_ocr.export import load_exported
+
+pytestmark = pytest.mark.slow
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/"
+LINES = [
+    ("Invoice No. 2024-117", "DejaVuSans.ttf", 26),
+    ("Total due: $1,284.50 (net 30 days)", "DejaVuSerif.ttf", 22),
+    ("The quick brown fox jumps over the lazy dog.", "DejaVuSansMono.ttf", 18),
+    ("Phone: +1 (555) 010-7788", "DejaVuSans-Bold.ttf", 30),
+    ("Grand total", "DejaVuSerif.ttf", 40),
+    ("42", "DejaVuSans.ttf", 24),
+    ("Shipping address: 14 Elm Street, Springfield", "DejaVuSans.ttf", 16),
+    ("e-mail: accounts@example.org", "DejaVuSerif.ttf", 20),
+]
+MAX_TOKENS = 64
+
+
+def render(text: str, font_file: str, size: int) -> Image.Image:
+    font = ImageFont.truetype(DEJAVU + font_file, size)
+    left, top, right, bottom = font.getbbox(text)
+    pad = max(4, size // 3)
+    image = Image.new("RGB", (right - left + 2 * pad, bottom - top + 2 * pad), "white")
+    ImageDraw.Draw(image).text((pad - left, pad - top), text, font=font, fill="black")
+    return image
+
+
+def png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def crops() -> list[Image.Image]:
+    return [render(*line) for line in LINES]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    torch.manual_seed(0)
+    return load_exported(resolve_model("house-ocr"))
+
+
+@pytest.fixture(scope="module")
+def reference_outputs(reference, crops) -> list[list[int]]:
+    encoder = LineEncoder(1)
+    return [reference.greedy(torch.from_numpy(encoder.encode(np.asarray(crop))), MAX_TOKENS) for crop in crops]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
+
+
+def prompt(engine: Engine) -> str:
+    return engine.tokenizer.apply_chat_template(
+        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Text Recognition:"}]}],
+        add_generation_prompt=True, tokenize=False)
+
+
+def greedy() -> SamplingParams:
+    return SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS)
+
+
+def test_chat_template_gives_the_trained_prompt(engine):
+    ids = engine.tokenizer(prompt(engine), add_special_tokens=False).input_ids
+    assert ids == [charset.BOS_ID, charset.IMAGE_START_ID, charset.IMAGE_ID, charset.IMAGE_END_ID,
+                   charset.TASK_TEXT_ID]
+
+
+def test_batched_greedy_equals_the_reference_forward(engine, crops, reference_outputs):
+    outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
+    for out, expected in zip(outs, reference_outputs):
+        assert out.token_ids == expected
+        assert out.text == charset.decode(expected)
+
+
+def test_alone_and_with_chunked_prefill_equals_the_reference(crops, reference_outputs):
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=4096, max_prefill_tokens=7, debug=True))
+    for crop, expected in zip(crops[:3], reference_outputs[:3]):
+        out = engine.generate([prompt(engine)], greedy(), images=[[png(crop)]])[0]
+        assert out.token_ids == expected
+
+
+def test_the_same_crop_again_hits_the_prefix_cache(engine, crops, reference_outputs):
+    first = engine.generate([prompt(engine)], greedy(), images=[[png(crops[1])]])[0]
+    again = engine.generate([prompt(engine)], greedy(), images=[[png(crops[1])]])[0]
+    assert again.num_cached_tokens >= again.num_prompt_tokens - 1
+    assert first.token_ids == again.token_ids == reference_outputs[1]
+
+
+def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
+    model = engine.runner.model
+    encoder = LineEncoder(1)
+    for crop in crops:
+        pixels, _ = engine.multimodal.preprocessor.preprocess(crop, "image 1")
+        features = torch.from_numpy(encoder.encode(np.asarray(crop)))
+        assert model.ctc_draft(pixels) == reference.ctc_greedy(features)
+
+
+def test_shipped_weights_read_clean_print(engine, crops):
+    outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
+    errors = sum(_edit_distance(out.text, text) for out, (text, _, _) in zip(outs, LINES))
+    total = sum(len(text) for text, _, _ in LINES)
+    assert errors / total < 0.03, [out.text for out in outs]
+
+
+def _edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def test_frame_count_formula_matches_the_network():
+    from engine.models.line_encoder import frames_for_width
+
+    encoder = LineEncoder(1)
+    for width in list(range(16, 140)) + [263, 264, 265, 999, 1000, 3200]:
+        assert encoder.run(np.zeros((1, 3, 48, width), np.float32)).shape[0] == frames_for_width(width)

@@ -1,0 +1,1 @@
+"""Training code for the models ocrserve ships (see training/house_ocr)."""

@@ -1,0 +1,158 @@
+"""Text to typeset, from sources available offline.
+
+Training text: the docstrings of Python's standard library (real English prose,
+technical vocabulary, punctuation), Faker's English word lists and its
+structured fields (names, addresses, companies, dates, amounts, phone numbers,
+e-mail addresses, URLs), and random strings that teach the model to read what
+it sees rather than what a language model would expect.
+
+Held-out text (evaluation only): the licence texts Debian ships in
+/usr/share/common-licenses, and tables of numbers and codes made by a different
+generator. Nothing here reads pages of existing PDF documents.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import random
+import string
+import sysconfig
+from pathlib import Path
+
+from training.house_ocr.charset import CHARACTERS, normalise
+
+_WS = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def _clean(text: str) -> str:
+    return " ".join(normalise(text.translate(_WS)).split())
+
+
+@functools.lru_cache(maxsize=1)
+def stdlib_prose() -> tuple[str, ...]:
+    """Docstring paragraphs of the standard library, whitespace-collapsed."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    paragraphs: list[str] = []
+    for path in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py")):
+        if "test" in path.parts or "idlelib" in path.parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if not doc:
+                    continue
+                for para in doc.split("\n\n"):
+                    cleaned = _clean(para)
+                    if len(cleaned) >= 20 and not cleaned.startswith(">>>"):
+                        paragraphs.append(cleaned)
+    return tuple(paragraphs)
+
+
+@functools.lru_cache(maxsize=1)
+def licence_prose() -> tuple[str, ...]:
+    """Held out: paragraphs of the licence texts Debian ships."""
+    paragraphs: list[str] = []
+    for path in sorted(Path("/usr/share/common-licenses").iterdir()):
+        if path.is_file():
+            for para in path.read_text(encoding="utf-8", errors="replace").split("\n\n"):
+                cleaned = _clean(para)
+                if len(cleaned) >= 20:
+                    paragraphs.append(cleaned)
+    return tuple(paragraphs)
+
+
+def window(paragraphs: tuple[str, ...], rng: random.Random, max_chars: int) -> str:
+    """A run of whole words from a random paragraph, at most `max_chars` long."""
+    words = rng.choice(paragraphs).split()
+    start = rng.randrange(len(words))
+    out: list[str] = []
+    length = 0
+    for word in words[start:]:
+        if length + len(word) + (1 if out else 0) > max_chars:
+            break
+        out.append(word)
+        length += len(word) + (1 if len(out) > 1 else 0)
+    return " ".join(out) or words[start][:max_chars]
+
+
+class TrainingText:
+    """Lines of training text; deterministic for a given seed."""
+
+    def __init__(self, seed: int):
+        from faker import Faker
+
+        self.rng = random.Random(seed)
+        self.fake = Faker("en_US")
+        self.fake.seed_instance(seed)
+        self.prose = stdlib_prose()
+
+    def line(self) -> str:
+        rng = self.rng
+        max_chars = rng.choice([rng.randint(1, 12), rng.randint(8, 40), rng.randint(30, 90), rng.randint(30, 90)])
+        kind = rng.random()
+        if kind < 0.40:
+            text = window(self.prose, rng, max_chars)
+        elif kind < 0.55:
+            text = self._sentence(max_chars)
+        elif kind < 0.82:
+            text = self._field()
+        else:
+            text = self._random_string(max_chars)
+        text = _clean(text)
+        if rng.random() < 0.06:
+            text = text.upper()
+        elif rng.random() < 0.04:
+            text = text.title()
+        return text[:120] or "."
+
+    def _sentence(self, max_chars: int) -> str:
+        fake = self.fake
+        text = fake.sentence(nb_words=self.rng.randint(3, 16))
+        while len(text) < max_chars and self.rng.random() < 0.7:
+            text += " " + fake.sentence(nb_words=self.rng.randint(3, 12))
+        cut = text[:max_chars]
+        return cut.rsplit(" ", 1)[0] if " " in cut and len(text) > max_chars else cut
+
+    def _field(self) -> str:
+        fake, rng = self.fake, self.rng
+        choices = [
+            lambda: fake.name(), lambda: fake.street_address(), lambda: fake.address().replace("\n", ", "),
+            lambda: fake.company(), lambda: fake.catch_phrase(), lambda: fake.bs(), lambda: fake.job(),
+            lambda: fake.phone_number(), lambda: fake.email(), lambda: fake.url(), lambda: fake.uri(),
+            lambda: fake.date(pattern=rng.choice(["%d/%m/%Y", "%m/%d/%y", "%Y-%m-%d", "%d %B %Y", "%B %d, %Y",
+                                                  "%d.%m.%Y", "%a %d %b %Y"])),
+            lambda: fake.time(), lambda: fake.iban(), lambda: fake.ean13(), lambda: fake.isbn13(),
+            lambda: fake.credit_card_number(), lambda: fake.postcode(), lambda: fake.city() + ", " + fake.state_abbr(),
+            lambda: f"{rng.choice(['$', '€', '£', '', 'USD ', 'EUR '])}{rng.uniform(0, 99999):,.2f}",
+            lambda: f"{rng.randint(1, 99)} x {fake.word().title()} @ {rng.uniform(0, 999):.2f}",
+            lambda: f"{rng.choice(['Invoice', 'Order', 'Ref', 'Account', 'PO', 'Item'])} "
+                    f"{rng.choice(['No.', '#', 'Nr', 'ID:', ''])} {rng.randint(0, 10 ** rng.randint(2, 9))}",
+            lambda: f"{rng.choice(['Total', 'Subtotal', 'VAT', 'Tax', 'Balance due', 'Discount'])}"
+                    f"{rng.choice([':', '', ' (%d%%)' % rng.randint(1, 25)])} {rng.uniform(0, 9999):.2f}",
+            lambda: f"{rng.randint(1, 40)}.{rng.randint(1, 20)} {fake.sentence(nb_words=rng.randint(2, 6))}",
+            lambda: f"{rng.choice(['•', '-', '*', '1.', 'a)', '(iv)', '§ 4'])} {fake.sentence(nb_words=rng.randint(3, 9))}",
+            lambda: f"“{fake.sentence(nb_words=rng.randint(3, 8))[:-1]}” — {fake.name()}",
+            lambda: f"{rng.randint(0, 100)}% {rng.choice(['±', '×', '÷', '≈', '≤', '≥', '°C', 'µm', '½'])} {rng.randint(0, 999)}",
+            lambda: "   ".join(f"{rng.uniform(0, 999):.{rng.randint(0, 3)}f}" for _ in range(rng.randint(2, 6))),
+            lambda: f"Page {rng.randint(1, 300)} of {rng.randint(1, 300)}",
+            lambda: f"Tel. {fake.phone_number()} · Fax {fake.phone_number()}",
+        ]
+        return rng.choice(choices)()
+
+    def _random_string(self, max_chars: int) -> str:
+        rng = self.rng
+        pools = [string.ascii_letters + string.digits, string.digits + ".,-/:", string.ascii_uppercase + string.digits,
+                 CHARACTERS, string.ascii_lowercase]
+        words = []
+        total = 0
+        target = rng.randint(1, max(1, max_chars))
+        while total < target:
+            pool = rng.choice(pools)
+            word = "".join(rng.choice(pool) for _ in range(rng.randint(1, 10)))
+            words.append(word)
+            total += len(word) + 1
+        return " ".join(words)
