@@ -90,17 +90,19 @@ def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None
 
 
 def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path: Path | None = None,
-                 ready_timeout_s: float = 600.0, extra_args: tuple[str, ...] = ()) -> tuple[ManagedProcess, str]:
-    """Our engine on loopback serving `settings.engine_model`; returns it and its base URL (.../v1).
-    Port 0 lets the engine pick a free port; the ready line says which."""
-    command = [sys.executable, "-m", "engine.server", "--model", settings.engine_model, "--host", "127.0.0.1",
+                 ready_timeout_s: float = 600.0, extra_args: tuple[str, ...] = (),
+                 model: str | None = None) -> tuple[ManagedProcess, str]:
+    """Our engine on loopback serving `model` (default: the recogniser's model); returns it and its
+    base URL (.../v1). Port 0 lets the engine pick a free port; the ready line says which."""
+    model = model or settings.recognizer_model
+    command = [sys.executable, "-m", "engine.server", "--model", model, "--host", "127.0.0.1",
                "--port", str(port), *extra_args]
     engine = ManagedProcess("engine", command, env, log_path, capture_stdout=True)
     url = _wait_for_ready_line(engine, ready_timeout_s)
     if url is None:
         code = engine.stop()
         where = f"; see {log_path}" if log_path else ""
-        raise ServiceStartError(f"the engine did not start (model {settings.engine_model!r}, exit {code}){where}")
+        raise ServiceStartError(f"the engine did not start (model {model!r}, exit {code}){where}")
     return engine, url.rstrip("/") + "/v1"
 
 

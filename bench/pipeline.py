@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--input", type=Path, help="folder of PDFs (default: generate --pages pages)")
     parser.add_argument("--pages", type=int, default=9)
     parser.add_argument("--dpi", type=float, default=150.0)
-    parser.add_argument("--recognizer", choices=("tesseract", "openai"), default="tesseract")
+    parser.add_argument("--recognizer", choices=("house", "tesseract", "openai"), default="tesseract")
     parser.add_argument("--engine-url", default=None)
     parser.add_argument("--engine-model", default="smollm2-135m")
     parser.add_argument("--threads", type=int, default=2, help="ONNX threads for layout and lines")
@@ -83,6 +83,21 @@ def main() -> int:
 
     settings = Settings(recognizer=args.recognizer, engine_url=args.engine_url, engine_model=args.engine_model,
                         vision_num_threads=args.threads, render_dpi=args.dpi)
+    engine = None
+    if settings.starts_own_engine:   # our engine on loopback, as `ocrserve run` starts it
+        from app.local_services import child_env, start_engine
+
+        engine, url = start_engine(settings, child_env(settings), 0,
+                                   extra_args=("--num-threads", str(args.threads)))
+        settings = settings.model_copy(update={"engine_url": url})
+    try:
+        return _bench(args, settings)
+    finally:
+        if engine is not None:
+            engine.stop()
+
+
+def _bench(args: argparse.Namespace, settings: Settings) -> int:
     recognizer = build_recognizer(settings)
     recognizer.check()
     pipeline = PagePipeline(recognizer, args.threads)

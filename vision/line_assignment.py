@@ -1,9 +1,11 @@
 """Which text lines belong to which layout region, and what to do with the rest.
 
 Lines are detected once per page and handed to the region that covers most of
-each line. A line covered mostly by a table, figure or equation belongs to
-that region and is not kept as a line (those regions are recognised whole).
-A text region grows to hold its lines, so a crop never cuts a line's ends.
+each line. Text and table regions keep their lines (a recogniser that reads
+single lines, like the house model, reads a table cell by cell; others read
+the table whole); a line covered mostly by a figure or equation belongs to
+that region and is not kept. A text region grows to hold its lines, so a crop
+never cuts a line's ends; a table keeps its detected box.
 Lines no region covers (the layout model missed them) are grouped into blocks
 of neighbouring lines that become `text` regions of their own, scored 0 and
 marked `source="lines"`: nothing detected on the page is dropped.
@@ -24,7 +26,7 @@ STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to 
 @dataclass(frozen=True)
 class AssignedRegion:
     region: Region
-    lines: tuple[TextLine, ...]   # unordered; empty for tables, figures and equations
+    lines: tuple[TextLine, ...]   # unordered; empty for figures and equations
 
 
 def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[AssignedRegion]:
@@ -36,9 +38,10 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[A
         best = max(range(len(regions)), key=lambda i: covers[i], default=None)
         if best is None or covers[best] < MIN_COVER * _area(line.bbox):
             orphans.append(line)
-        elif regions[best].task is RecognitionTask.TEXT:
+        elif regions[best].task in (RecognitionTask.TEXT, RecognitionTask.TABLE):
             claimed[best].append(line)
-    assigned = [AssignedRegion(_grown(region, owned), tuple(owned)) for region, owned in zip(regions, claimed)]
+    assigned = [AssignedRegion(_grown(region, owned) if region.task is RecognitionTask.TEXT else region,
+                               tuple(owned)) for region, owned in zip(regions, claimed)]
     for block in group_lines(orphans):
         bbox = _union([line.bbox for line in block])
         assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))

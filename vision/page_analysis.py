@@ -39,7 +39,7 @@ class LayoutBlock:
     reading_index: int             # 0-based position in the page's reading order
     region: Region
     role: PageRole
-    lines: tuple[TextLine, ...]    # reading order; empty unless region.task is TEXT
+    lines: tuple[TextLine, ...]    # reading order; empty unless region.task is TEXT or TABLE
 
     @property
     def task(self) -> RecognitionTask:

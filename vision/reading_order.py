@@ -111,6 +111,11 @@ def _columns(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
 
 def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     """Lines in rows top to bottom, each row left to right."""
+    return [line for row in line_rows(lines) for line in row]
+
+
+def line_rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
+    """Lines grouped into rows (vertically overlapping), top to bottom, each row left to right."""
     rows: list[list[TextLine]] = []
     for line in sorted(lines, key=lambda ln: (_centre_y(ln.bbox), ln.bbox[0])):
         row = rows[-1] if rows else None
@@ -119,7 +124,7 @@ def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
             row.append(line)
         else:
             rows.append([line])
-    return [line for row in rows for line in sorted(row, key=lambda ln: ln.bbox[0])]
+    return [sorted(row, key=lambda ln: ln.bbox[0]) for row in rows]
 
 
 def _centre_y(box: Sequence[float]) -> float:

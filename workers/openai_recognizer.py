@@ -37,10 +37,11 @@ _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "mode
 
 
 class OpenAIVisionRecognizer:
-    name = "openai"
-
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
-                 connect_timeout_s: float = 5.0, max_concurrency: int = 16):
+                 connect_timeout_s: float = 5.0, max_concurrency: int = 16, reads_single_lines: bool = False,
+                 name: str = "openai"):
+        self.name = name
+        self.reads_single_lines = reads_single_lines
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -50,8 +51,10 @@ class OpenAIVisionRecognizer:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OpenAIVisionRecognizer:
-        return cls(settings.engine_base_url, settings.engine_model, settings.engine_api_key,
-                   settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency)
+        house = settings.recognizer == "house"
+        return cls(settings.engine_base_url, settings.recognizer_model, settings.engine_api_key,
+                   settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency,
+                   reads_single_lines=house, name=settings.recognizer)
 
     def check(self) -> None:
         """Send one tiny image: a text-only model is refused here, before any document is touched."""

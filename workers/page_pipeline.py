@@ -3,8 +3,10 @@
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
-there) and a page yields many small requests the engine can batch. Tables and
-formulas go whole; figures are cropped and saved, not read.
+there) and a page yields many small requests the engine can batch. Tables go
+whole to a recogniser that reads regions (GLM-OCR, Tesseract) and cell by cell
+to one that reads single lines (the house model), which makes a Markdown table
+of the cells; formulas go whole; figures are cropped and saved, not read.
 
 A region whose crops could not all be read takes its text from the PDF text
 layer (`fallback`) when the page has one, else it is `failed` and keeps what
@@ -22,9 +24,11 @@ from vision.crops import crop_image, normalise_box
 from vision.document import Document, RenderedPage, TextWord
 from vision.layout import RecognitionTask
 from vision.page_analysis import LayoutBlock, analyze_page
+from vision.reading_order import line_rows
 from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
 from workers.recognizer import (RecognitionItem, RecognitionOutcome, Recognizer, RecognizerConfigError,
                                 RecognizerUnavailableError)
+from workers.table_text import markdown_table
 from workers.text_layer_fallback import fallback_text, text_layer_regions
 
 
@@ -39,7 +43,8 @@ class PagePipeline:
         page_index = rendered.page_index
         layout = analyze_page(rendered.image, num_threads=self.vision_num_threads, render_s=rendered.render_s)
         blocks = layout.blocks
-        crops = [_crops_of(block, rendered) for block in blocks]
+        single_lines = getattr(self.recognizer, "reads_single_lines", False)
+        crops = [_crops_of(block, rendered, single_lines) for block in blocks]
         items = [item for block_items in crops for item in block_items]
 
         started = time.perf_counter()
@@ -61,7 +66,8 @@ class PagePipeline:
             position += len(block_items)
             if words is None and not all(outcome.ok for outcome in block_outcomes):
                 words = document.text_words(page_index, rendered.dpi)
-            regions.append(_region(block, block_outcomes, words or [], layout.width, layout.height))
+            regions.append(_region(block, block_outcomes, words or [], layout.width, layout.height,
+                                   _by_lines(block, single_lines)))
         regions = [_with_figure(region, rendered, file_index, page_index, figures_dir) for region in regions]
         assembled = time.perf_counter()
 
@@ -85,28 +91,39 @@ def fallback_page(document: Document, file_index: int, page_index: int, dpi: flo
     return PageResult(file_index, page_index, width, height, dpi, tuple(regions), {}, page_reason)
 
 
-def _crops_of(block: LayoutBlock, page: RenderedPage) -> list[RecognitionItem]:
+def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
+    """Whether the block is recognised one detected line per crop."""
+    if not block.lines:
+        return False
+    return block.task is RecognitionTask.TEXT or (single_lines and block.task is RecognitionTask.TABLE)
+
+
+def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool) -> list[RecognitionItem]:
     if block.task is RecognitionTask.SKIP:
         return []
-    if block.task is RecognitionTask.TEXT and block.lines:
-        return [RecognitionItem(crop_image(page.image, line.bbox), block.task, is_single_line=True)
+    if _by_lines(block, single_lines):
+        return [RecognitionItem(crop_image(page.image, line.bbox), RecognitionTask.TEXT, is_single_line=True)
                 for line in block.lines]
     return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False)]
 
 
 def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[TextWord],
-            width: int, height: int) -> RegionResult:
+            width: int, height: int, by_lines: bool) -> RegionResult:
     bbox = block.region.bbox
     base = dict(reading_index=block.reading_index, label=block.region.label, task=block.task.value,
                 role=block.role.value, bbox=bbox, bbox_1000=normalise_box(bbox, width, height),
                 source=block.region.source)
     failures = [outcome.error for outcome in outcomes if not outcome.ok]
-    if block.task is RecognitionTask.TEXT and block.lines:
+    if by_lines:
         lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text or "")  # type: ignore[arg-type]
                       for line, outcome in zip(block.lines, outcomes) if outcome.ok)
     else:
         lines = ()
     read_text = "\n".join(outcome.text for outcome in outcomes if outcome.ok)  # type: ignore[misc]
+    if by_lines and block.task is RecognitionTask.TABLE:
+        text_of = {line: outcome.text for line, outcome in zip(block.lines, outcomes) if outcome.ok}
+        read_text = markdown_table([[(line.bbox, text_of[line]) for line in row if line in text_of]
+                                    for row in line_rows(block.lines)])
     if not failures:
         return RegionResult(text=read_text, status=RegionStatus.OK, lines=lines, **base)
     what = f"{len(failures)} of {len(outcomes)} crops could not be read ({failures[0]})"

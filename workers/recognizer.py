@@ -1,6 +1,9 @@
 """What a recogniser is: crops in, text out, one outcome per crop.
 
-Two recognisers exist, picked with `OCRSERVE_RECOGNIZER`:
+Three recognisers exist, picked with `OCRSERVE_RECOGNIZER`:
+- `house` (the default): the house OCR model served by our engine under the
+  built-in name `house-ocr`, through the same client as `openai`; it reads one
+  text line per crop, so tables are sent cell by cell (`reads_single_lines`);
 - `openai` (`OpenAIVisionRecognizer`): any OpenAI-compatible chat endpoint
   serving a vision-language model — our engine, or vLLM/SGLang serving GLM-OCR —
   with each crop sent as an `image_url` data URL beside GLM-OCR's task prompt;
@@ -65,6 +68,7 @@ class RecognitionOutcome:
 
 class Recognizer(Protocol):
     name: str
+    reads_single_lines: bool    # True: give it line crops only (tables cell by cell), never whole regions
 
     def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
         """One outcome per item, same order. Raises `RecognizerUnavailableError`

@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from vision.limits import VisionLimits
 
 HARD_LIMIT_GRACE_S = 10
+HOUSE_MODEL = "house-ocr"   # the engine's built-in name for the house OCR model
 ALL_FORMATS = ("md", "json", "txt", "pdf")
 EXTRACTION_RETRY_BACKOFF_S = 2.0   # before the first retry of an unreachable extraction endpoint; doubles
 
@@ -57,13 +58,13 @@ class Settings(BaseSettings):
     max_page_pixels: int = Field(16_000_000, ge=1)
     render_dpi: float = Field(150.0, gt=0, le=600)
 
-    # Recognition.
-    # Tesseract until the house OCR model ships: a CPU box must read documents out of the box,
-    # and our engine's only built-in model here (SmolLM2) reads no images.
-    recognizer: Literal["openai", "tesseract"] = "tesseract"
+    # Recognition. `house`: the house OCR model (shipped in this repository) on our engine, reading
+    # one detected line per crop; `openai`: any OpenAI-compatible VLM endpoint (GLM-OCR, Qwen2-VL),
+    # reading lines and whole regions; `tesseract`: the Tesseract program.
+    recognizer: Literal["house", "openai", "tesseract"] = "house"
     engine_url: str | None = None        # unset: our engine on loopback (started by `serve` and `run`)
     engine_port: int = Field(30000, ge=0, le=65535)
-    engine_model: str = "smollm2-135m"
+    engine_model: str = "smollm2-135m"   # what the `openai` recogniser asks for (`house` always asks house-ocr)
     engine_api_key: str | None = None
     engine_timeout_s: float = Field(120.0, gt=0)
     engine_connect_timeout_s: float = Field(5.0, gt=0)
@@ -130,7 +131,12 @@ class Settings(BaseSettings):
     @property
     def starts_own_engine(self) -> bool:
         """`serve` and `run` start our engine when it is the recogniser's endpoint and none is configured."""
-        return self.recognizer == "openai" and not self.engine_url
+        return self.recognizer in ("house", "openai") and not self.engine_url
+
+    @property
+    def recognizer_model(self) -> str:
+        """The model the recogniser's endpoint serves."""
+        return HOUSE_MODEL if self.recognizer == "house" else self.engine_model
 
     @property
     def keys_file(self) -> Path:

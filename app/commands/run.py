@@ -127,8 +127,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
         build_recognizer(settings).check()
         if extraction is not None and starts_own_extraction_engine(settings):
             model = ExtractionEndpoint.from_settings(settings).model
-            engine, extraction_url = start_engine(settings.model_copy(update={"engine_model": model}),
-                                                  child_env(settings), 0, tmp / "extraction-engine.log")
+            engine, extraction_url = start_engine(settings, child_env(settings), 0, tmp / "extraction-engine.log",
+                                                  model=model)
             children.append(engine)
             settings = settings.model_copy(update={"extraction_url": extraction_url})
         service = JobService(settings)

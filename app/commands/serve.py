@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         overrides: dict[str, str | None] = {}
         if settings.starts_own_engine:
-            print(f"ocrserve serve: starting the engine ({settings.engine_model})", file=sys.stderr)
+            print(f"ocrserve serve: starting the engine ({settings.recognizer_model})", file=sys.stderr)
             engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
                                               data_dir.root / "engine.log")
             children.append(engine)
@@ -65,8 +65,8 @@ def main(args: argparse.Namespace) -> int:
             model = ExtractionEndpoint.from_settings(settings).model
             print(f"ocrserve serve: starting the extraction engine ({model})", file=sys.stderr)
             extraction_engine, extraction_url = start_engine(
-                settings.model_copy(update={"engine_model": model}), child_env(settings), settings.extraction_port,
-                data_dir.root / "extraction-engine.log", extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)))
+                settings, child_env(settings), settings.extraction_port, data_dir.root / "extraction-engine.log",
+                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)), model=model)
             children.append(extraction_engine)
             overrides["extraction_url"] = extraction_url
             settings = settings.model_copy(update={"extraction_url": extraction_url})

@@ -6,6 +6,13 @@ through the same vision-language path as GLM-OCR and Qwen2-VL.
               -> image tokens in  <s> <|begin_of_image|> <|image|> x N <|end_of_image|> <|text|>
               -> a Llama decoder over the paged KV pool (our llama.py) -> characters, </s>
 
+The encoder runs when a request is built (`HouseOcrPreprocessor.preprocess`,
+on the caller's thread, like other models' image processors), not in the
+engine loop: what a request carries as its "pixel values" are the encoder's
+features [T, 120], and `encode_image` only applies the projector. On two cores
+the encoder of the next crops then overlaps the decoder steps of the current
+ones, and a retracted request re-projects without re-running the encoder.
+
 Positions are plain 1-D: an image is given the grid (1, 1, N) with merge size 1,
 so the multimodal path's M-RoPE rows are (p, p, p + k) for image token k and
 equal for text; the width row is the sequence index, which the decoder's
@@ -21,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -41,25 +49,30 @@ def image_token_count(frames: int) -> int:
 
 
 class HouseOcrPreprocessor:
-    """Crop -> network input; the same interface as multimodal.ImagePreprocessor."""
+    """Crop -> encoder features; the same interface as multimodal.ImagePreprocessor."""
 
     merge_size = 1
 
+    def __init__(self, encoder_threads: int = 1):
+        self.encoder = LineEncoder(encoder_threads)
+
     def preprocess(self, image: Image.Image, label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
-        """-> pixel_values [1, 3, 48, W] float32, grid (1, 1, image tokens)."""
+        """-> features [T, 120] float32 (the request's "pixel values"), grid (1, 1, image tokens)."""
         try:
             pixels = preprocess(np.asarray(image.convert("RGB")))
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, cv2.error) as exc:
             raise InvalidRequestError(f"{label} cannot be prepared for this model: {exc}", "images") from None
         assert pixels.shape[2] == HEIGHT
-        return torch.from_numpy(pixels), (1, 1, image_token_count(frames_for_width(pixels.shape[3])))
+        features = torch.from_numpy(self.encoder.run(pixels))
+        assert features.shape[0] == frames_for_width(pixels.shape[3]), (features.shape, pixels.shape)
+        return features, (1, 1, image_token_count(features.shape[0]))
 
 
 class HouseOcrModel:
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
-                 max_positions: int, device: torch.device | str = "cpu", encoder_threads: int = 2):
+                 max_positions: int, device: torch.device | str = "cpu"):
         assert config.architecture == ARCHITECTURE
         self.config = config
         self.dtype = dtype
@@ -75,18 +88,14 @@ class HouseOcrModel:
         self.ctc = {n: take(f"ctc_head.{n}") for n in
                     ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
         self.language = LlamaModel(config, state, dtype, max_positions, device)
-        self.encoder = LineEncoder(encoder_threads)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.language.embed[input_ids]
 
-    def features(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        """[1, 3, 48, W] -> encoder features [T, 120] (float32)."""
-        return torch.from_numpy(self.encoder.run(pixel_values.numpy()))
-
     @torch.inference_mode()
-    def encode_image(self, pixel_values: torch.Tensor, grid_thw: tuple[int, int, int]) -> torch.Tensor:
-        features = self.features(pixel_values).to(device=self.device, dtype=self.dtype)
+    def encode_image(self, features: torch.Tensor, grid_thw: tuple[int, int, int]) -> torch.Tensor:
+        """Encoder features [T, 120] (from HouseOcrPreprocessor) -> image tokens [ceil(T/2), hidden]."""
+        features = features.to(device=self.device, dtype=self.dtype)
         frames, dim = features.shape
         pad = (-frames) % MERGE
         if pad:
@@ -99,9 +108,9 @@ class HouseOcrModel:
         return x
 
     @torch.inference_mode()
-    def ctc_draft(self, pixel_values: torch.Tensor, blank_id: int = 0) -> list[int]:
-        """Greedy CTC reading of a crop: token ids of the whole line, proposed at once."""
-        features = self.features(pixel_values).to(device=self.device, dtype=self.dtype)
+    def ctc_draft(self, features: torch.Tensor, blank_id: int = 0) -> list[int]:
+        """Greedy CTC reading of a crop's features: token ids of the whole line, proposed at once."""
+        features = features.to(device=self.device, dtype=self.dtype)
         c = self.ctc
         x = F.layer_norm(features, (features.shape[-1],), c["norm.weight"], c["norm.bias"], 1e-5)
         best = F.linear(F.gelu(F.linear(x, c["fc1.weight"], c["fc1.bias"])), c["fc2.weight"], c["fc2.bias"])

@@ -115,9 +115,10 @@ def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
     model = engine.runner.model
     encoder = LineEncoder(1)
     for crop in crops:
-        pixels, _ = engine.multimodal.preprocessor.preprocess(crop, "image 1")
-        features = torch.from_numpy(encoder.encode(np.asarray(crop)))
-        assert model.ctc_draft(pixels) == reference.ctc_greedy(features)
+        features, grid = engine.multimodal.preprocessor.preprocess(crop, "image 1")
+        assert torch.equal(features, torch.from_numpy(encoder.encode(np.asarray(crop))))
+        assert grid == (1, 1, -(-features.shape[0] // 2))
+        assert model.ctc_draft(features) == reference.ctc_greedy(features)
 
 
 def test_shipped_weights_read_clean_print(engine, crops):

@@ -48,7 +48,7 @@ def test_lines_go_to_the_region_covering_them_and_text_regions_grow_to_hold_them
     assert len(assigned) == 2
     assert assigned[0].lines == (inside, sticking_out)
     assert assigned[0].region.bbox == (100, 100, 520, 200)     # grown to the line's end
-    assert assigned[1].lines == () and assigned[1].region == table   # tables are recognised whole
+    assert assigned[1].lines == (in_table,) and assigned[1].region == table   # tables keep lines, not grown
 
 
 def test_lines_no_region_covers_become_text_regions_of_their_own():

@@ -1,0 +1,50 @@
+"""`ocrserve run` as a fresh checkout runs it: no OCRSERVE_* settings at all, so
+the recogniser is the house OCR model, served by our engine (started and
+stopped by `run`) from the weights in models/house-ocr/, with no network.
+A typeset PDF must come back as Markdown that says what the page says."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pymupdf
+import pytest
+from rapidfuzz.distance import Levenshtein
+
+from service_harness import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+TITLE = "Annual Maintenance Report"
+BODY = [
+    "The pumps at the north station were serviced on 14 March 2025.",
+    "Two valves (types B-12 and C-40) were replaced; the cost was $1,950.75.",
+    "Next inspection: 3 September, weather permitting.",
+]
+
+
+def _pdf() -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 110), TITLE, fontname="hebo", fontsize=20)
+    for i, line in enumerate(BODY):
+        page.insert_text((72, 170 + 26 * i), line, fontname="tiro", fontsize=12)
+    return doc.tobytes()
+
+
+def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
+    source = tmp_path / "in" / "report.pdf"
+    source.parent.mkdir()
+    source.write_bytes(_pdf())
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    markdown = (out / "report.md").read_text()
+    assert f"## {TITLE}" in markdown or TITLE in markdown, markdown
+    text = " ".join(" ".join(line.lstrip("#").strip() for line in markdown.splitlines()).split())
+    expected = " ".join([TITLE, *BODY])
+    assert Levenshtein.distance(text, expected) / len(expected) < 0.03, markdown

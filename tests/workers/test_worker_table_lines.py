@@ -1,0 +1,49 @@
+"""Tables for a recogniser that reads single lines (the house model): the page
+pipeline sends a table's detected lines as crops, not the whole table, and
+assembles the cells into a Markdown table; a region reader still gets the table
+whole."""
+from __future__ import annotations
+
+from PIL import Image
+
+from vision.layout import RecognitionTask, Region
+from vision.lines import TextLine
+from vision.page_analysis import LayoutBlock
+from vision.reading_order import PageRole
+from workers.page_pipeline import _crops_of, _region
+from workers.recognizer import RecognitionOutcome
+from workers.table_text import markdown_table
+from vision.document import RenderedPage
+
+
+def _line(x0, y0, x1, y1) -> TextLine:
+    return TextLine((x0, y0, x1, y1), 0.9)
+
+
+HEADER = [_line(100, 100, 180, 120), _line(300, 101, 360, 121), _line(500, 100, 580, 119)]
+ROW_1 = [_line(100, 140, 220, 160), _line(300, 141, 350, 160), _line(500, 140, 560, 161)]
+ROW_2 = [_line(100, 180, 170, 200), _line(505, 181, 570, 200)]     # the middle cell is empty
+TABLE = LayoutBlock(0, Region("table", (90, 90, 600, 210), 0.9), PageRole.BODY, tuple(HEADER + ROW_1 + ROW_2))
+TEXTS = ["Item", "Qty", "Amount", "Red pens", "12", "4.80", "Paper", "19.99"]
+
+
+def test_markdown_table_puts_cells_in_their_columns():
+    rows = [[(line.bbox, text) for line, text in zip(row, texts)]
+            for row, texts in ((HEADER, TEXTS[:3]), (ROW_1, TEXTS[3:6]), (ROW_2, TEXTS[6:]))]
+    assert markdown_table(rows) == ("| Item | Qty | Amount |\n| --- | --- | --- |\n| Red pens | 12 | 4.80 |\n"
+                                    "| Paper |  | 19.99 |")
+    assert markdown_table([[((0, 0, 10, 10), "a|b")]]) == "| a\\|b |\n| --- |"
+    assert markdown_table([]) == ""
+
+
+def test_a_line_reader_gets_the_cells_and_a_region_reader_the_whole_table():
+    page = RenderedPage(0, Image.new("RGB", (700, 300), "white"), 150.0, 0.0)
+    as_lines = _crops_of(TABLE, page, single_lines=True)
+    assert len(as_lines) == 8 and all(item.is_single_line and item.task is RecognitionTask.TEXT for item in as_lines)
+    whole = _crops_of(TABLE, page, single_lines=False)
+    assert len(whole) == 1 and whole[0].task is RecognitionTask.TABLE and not whole[0].is_single_line
+
+    region = _region(TABLE, [RecognitionOutcome(t) for t in TEXTS], [], 700, 300, by_lines=True)
+    assert region.text.splitlines()[0] == "| Item | Qty | Amount |"
+    assert region.text.splitlines()[-1] == "| Paper |  | 19.99 |"
+    assert len(region.lines) == 8          # every cell keeps its box for the searchable PDF
