@@ -26,6 +26,9 @@ class EngineConfig:
     seed: int = 0                       # seeds requests that give no seed of their own
     grammar_compile_timeout_s: float = 10.0  # a grammar compile past this is refused (400)
     grammar_cache_bytes: int = 64 << 20      # compiled grammars kept, LRU by size
+    # Speculative decoding for models with a built-in draft (house-ocr's CTC head): up to this many
+    # drafted tokens verified per step for greedy requests; 0 turns it off.
+    speculative_tokens: int = 32
 
     def __post_init__(self) -> None:
         if self.kv_tokens is not None and self.kv_memory_bytes is not None:
@@ -44,6 +47,8 @@ class EngineConfig:
             raise ValueError(f"schedule_policy must be one of {SCHEDULE_POLICIES}, got {self.schedule_policy!r}")
         if self.grammar_compile_timeout_s <= 0:
             raise ValueError(f"grammar_compile_timeout_s must be positive, got {self.grammar_compile_timeout_s}")
+        if self.speculative_tokens < 0:
+            raise ValueError(f"speculative_tokens must not be negative, got {self.speculative_tokens}")
         if self.grammar_cache_bytes < 1:
             raise ValueError(f"grammar_cache_bytes must be positive, got {self.grammar_cache_bytes}")
         if self.dtype not in ("float32", "bfloat16", "float16"):

@@ -87,6 +87,8 @@ class Engine:
         self._seed_rng = torch.Generator().manual_seed(config.seed)
         self._seed_lock = threading.Lock()  # make_request runs on caller threads (image requests: a worker)
         self.num_steps = 0
+        self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
+        self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
 
     @property
     def supports_images(self) -> bool:
@@ -125,6 +127,10 @@ class Engine:
                     raise PromptTooLongError(len(prompt_ids), limit)
         elif images:
             raise InvalidRequestError(f"model {self.config.model!r} does not accept images", param="images")
+        draft_ids = None
+        if (multimodal is not None and self.config.speculative_tokens > 0 and params.allows_draft
+                and hasattr(self.runner.model, "draft_tokens")):
+            draft_ids = self.runner.model.draft_tokens(multimodal)
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.
@@ -145,6 +151,7 @@ class Engine:
             tenant=tenant,
             multimodal=multimodal,
             grammar_state=grammar_state,
+            draft_ids=draft_ids,
         )
 
     def grammar_backend(self):
@@ -198,27 +205,71 @@ class Engine:
             return []
         logits = self.runner.forward(scheduled, self.pool)
         self.num_steps += 1
-        sampled = [r for r, s in zip(scheduled.requests, scheduled.sample) if s]
+        sampled, sampled_rows, verifying = [], [], []   # verifying: (request, first logits row)
+        row = 0
         for req, n, s in zip(scheduled.requests, scheduled.extend_lens, scheduled.sample):
+            if s and req.spec_ids:
+                verifying.append((req, row))   # num_computed moves once the draft is checked
+                row += 1 + len(req.spec_ids)
+                continue
             req.num_computed += n
-            if not s:
+            if s:
+                sampled.append(req)
+                sampled_rows.append(row)
+                row += 1
+            else:
                 self.scheduler.cache_progress(req)
         outputs = []
+        now = time.monotonic()
         if sampled:
+            # the sampler's scratch: it masks and penalises these rows in place
+            rows = logits[torch.tensor(sampled_rows)] if verifying else logits
             grammar_states = [r.grammar_state for r in sampled]
             if any(g is not None for g in grammar_states):
                 from engine.grammar import apply_grammar
 
-                apply_grammar(logits, grammar_states)
-            token_ids, logprobs = self.sampler.sample(logits, [r.sampler_state for r in sampled])
-            now = time.monotonic()
+                apply_grammar(rows, grammar_states)
+            token_ids, logprobs = self.sampler.sample(rows, [r.sampler_state for r in sampled])
             for req, token_id, lp in zip(sampled, token_ids, logprobs):
                 self._append_token(req, token_id, lp, now)
                 outputs.append(req.take_output())
                 if req.finished:
                     del self.requests[req.request_id]
+        for req, first in verifying:
+            self._verify_draft(req, logits[first:first + 1 + len(req.spec_ids)], now)
+            outputs.append(req.take_output())
+            if req.finished:
+                del self.requests[req.request_id]
         self._report_state()
         return outputs
+
+    def _verify_draft(self, req: Request, logits: torch.Tensor, now: float) -> None:
+        """Greedy verification: the model's own choice at each position, kept while it agrees
+        with the draft; the first disagreement (or the token after a fully accepted draft) is
+        the model's token too, so the output is exactly what decoding one token a step gives.
+        K/V written for rejected drafted tokens is returned to the pool."""
+        draft = req.spec_ids
+        choices = logits.argmax(dim=-1).tolist()
+        accepted: list[int] = []
+        for j, token in enumerate(choices):
+            accepted.append(token)
+            if j == len(draft) or token != draft[j]:
+                break
+        keep = req.num_computed + len(accepted)   # the pending token + the drafted tokens that held
+        extra = req.kv_slots[keep:]
+        if extra.numel():
+            self.pool.free(extra, req.owner_id)
+        req.kv_slots = req.kv_slots[:keep]
+        req.num_computed = keep
+        req.num_draft_proposed += len(draft)
+        req.num_draft_accepted += len(accepted) - 1
+        self.num_draft_tokens += len(draft)
+        self.num_accepted_draft_tokens += len(accepted) - 1
+        req.spec_ids = []
+        for token in accepted:
+            self._append_token(req, token, None, now)
+            if req.finished:
+                break
 
     def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
         req.output_ids.append(token_id)

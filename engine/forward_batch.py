@@ -51,9 +51,12 @@ class ForwardBatch:
         kv_slots: list[torch.Tensor],
         sample_rows: list[bool],
         owner_ids: list[int] | None = None,
+        logit_counts: list[int] | None = None,
     ) -> "ForwardBatch":
         """token_ids[i]: the new tokens of request i, starting at position
-        start_positions[i]; kv_slots[i]: slots of all its tokens, the new ones last."""
+        start_positions[i]; kv_slots[i]: slots of all its tokens, the new ones last.
+        logit_counts[i]: how many of a sampled request's last rows need logits (default 1;
+        a step verifying k drafted tokens needs k + 1)."""
         extend_lens = [len(t) for t in token_ids]
         kv_lens = [int(s.numel()) for s in kv_slots]
         for e, start, k in zip(extend_lens, start_positions, kv_lens):
@@ -62,7 +65,11 @@ class ForwardBatch:
         positions = torch.cat([torch.arange(s, s + e) for s, e in zip(start_positions, extend_lens)])
         out_slots = torch.cat([s[k - e:] for s, k, e in zip(kv_slots, kv_lens, extend_lens)])
         ends = torch.tensor(extend_lens).cumsum(0) - 1
-        logits_indices = ends[torch.tensor(sample_rows, dtype=torch.bool)] if any(sample_rows) else ends[:0]
+        if logit_counts is not None and any(c > 1 for c, s in zip(logit_counts, sample_rows) if s):
+            logits_indices = torch.cat([torch.arange(end - c + 1, end + 1) for end, c, s in
+                                        zip(ends.tolist(), logit_counts, sample_rows) if s])
+        else:
+            logits_indices = ends[torch.tensor(sample_rows, dtype=torch.bool)] if any(sample_rows) else ends[:0]
         decode_rows = [i for i, e in enumerate(extend_lens) if e == 1]
         table = mask = None
         if decode_rows:

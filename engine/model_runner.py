@@ -26,14 +26,18 @@ class ModelRunner:
         self.encoder_cache = EncoderCache(encoder_cache_bytes)  # vision-encoder outputs by image hash
 
     def forward(self, scheduled: ScheduledBatch, pool) -> torch.Tensor:
-        """Logits [num_sampled, vocab] for the requests of `scheduled` that reach their end."""
+        """Logits for the requests of `scheduled` that reach their end: one row each, or
+        1 + len(spec_ids) rows for a request verifying drafted tokens."""
         reqs = scheduled.requests
         batch = ForwardBatch.build(
-            token_ids=[r.token_ids(r.num_computed, r.num_computed + n) for r, n in zip(reqs, scheduled.extend_lens)],
+            # a request verifying a draft runs its pending token, then the drafted ones
+            token_ids=[r.token_ids(r.num_computed, r.num_computed + n - len(r.spec_ids)) + r.spec_ids
+                       for r, n in zip(reqs, scheduled.extend_lens)],
             start_positions=[r.num_computed for r in reqs],
             kv_slots=[r.kv_slots[: r.num_computed + n] for r, n in zip(reqs, scheduled.extend_lens)],
             sample_rows=scheduled.sample,
             owner_ids=[r.owner_id for r in reqs] if pool.debug else None,
+            logit_counts=[1 + len(r.spec_ids) for r in reqs],
         )
         if self.is_multimodal:  # M-RoPE positions for every row; image embeddings where a chunk has them
             batch.positions = batch_positions(reqs, scheduled.extend_lens)

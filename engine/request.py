@@ -50,6 +50,9 @@ class Request:
     | output_ids     | generated tokens; the last one has no K/V yet                  |
     | multimodal     | images of a VLM request: their spans in prompt_ids (expanded), |
     |                | pixels, M-RoPE positions; None for text-only requests          |
+    | draft_ids      | the model's draft of the whole output (house-ocr: its CTC      |
+    |                | reading + EOS), or None; `spec_ids` are the drafted tokens the |
+    |                | current step verifies                                          |
     """
 
     request_id: str
@@ -63,6 +66,7 @@ class Request:
     grammar_state: object | None = None   # engine.grammar.GrammarState; kept across retraction
     arrival_time: float = field(default_factory=time.monotonic)
     multimodal: MultimodalInputs | None = None
+    draft_ids: list[int] | None = None
 
     status: RequestStatus = RequestStatus.WAITING
     output_ids: list[int] = field(default_factory=list)
@@ -77,6 +81,9 @@ class Request:
     finish_reason: str | None = None
     aborted: bool = False
     # Output not yet handed to the caller (drained by the engine after each step).
+    spec_ids: list[int] = field(default_factory=list)
+    num_draft_proposed: int = 0
+    num_draft_accepted: int = 0
     pending_text: str = ""
     pending_token_ids: list[int] = field(default_factory=list)
     pending_logprobs: list[TokenLogprobs] = field(default_factory=list)
@@ -99,6 +106,25 @@ class Request:
         if self.multimodal is None:
             return self.all_ids
         return self.multimodal.cache_key_ids + self.output_ids
+
+    def propose(self, k: int) -> list[int]:
+        """Up to k drafted tokens to follow the output so far: the draft's continuation where the
+        output still agrees with it, else after the last place the output's final tokens occur
+        in the draft (a reading that skipped or added a character realigns), else none."""
+        draft, out = self.draft_ids, self.output_ids
+        if not draft or k <= 0:
+            return []
+        m = len(out)
+        if m <= len(draft) and draft[:m] == out:
+            return draft[m:m + k]
+        for n in (4, 3, 2):
+            if m < n:
+                continue
+            tail = out[-n:]
+            for start in range(len(draft) - n, -1, -1):
+                if draft[start:start + n] == tail:
+                    return draft[start + n:start + n + k]
+        return []
 
     @property
     def num_tokens(self) -> int:

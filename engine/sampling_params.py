@@ -54,6 +54,13 @@ class SamplingParams:
         return self.temperature < GREEDY_TEMPERATURE
 
     @property
+    def allows_draft(self) -> bool:
+        """Whether speculative decoding may verify drafts for this request: plain greedy
+        (argmax of the raw logits), so accepting a drafted token is exactly sampling it."""
+        return (self.is_greedy and self.repetition_penalty == 1.0 and self.frequency_penalty == 0.0
+                and self.presence_penalty == 0.0 and self.logprobs is None and self.grammar is None)
+
+    @property
     def top_k_enabled(self) -> bool:
         return self.top_k > 0
 

@@ -66,14 +66,20 @@ class Scheduler:
         for req in list(self.running):
             if req.status is not RequestStatus.RUNNING:
                 continue  # retracted earlier in this loop
-            n = 1 if req.num_pending == 1 else min(req.num_pending, budget)
+            spec: list[int] = []
+            if req.num_pending == 1 and req.draft_ids:
+                # verify drafted tokens with this decode step; they count against the token budget
+                room = req.max_output_len - len(req.output_ids) - 1
+                spec = req.propose(min(self.config.speculative_tokens, budget, room))
+            n = 1 + len(spec) if req.num_pending == 1 else min(req.num_pending, budget)
             if n == 0:
                 continue  # a prefill chunk waits for next step's budget
             if not self._grow(req, n, batch):
                 continue  # req itself was retracted
-            if req.num_pending > 1:
-                budget -= n
-            self._append(batch, req, n)
+            if req.num_pending > 1 or spec:
+                budget -= n - 1 if spec else n
+            req.spec_ids = spec
+            self._append(batch, req, n, sample=True if spec else None)
         self._admit(batch, budget)
         return batch if batch.requests else None
 
@@ -98,6 +104,7 @@ class Scheduler:
                 return
             new_slots = self.pool.alloc(n, req.owner_id)
             self.waiting.popleft()
+            req.spec_ids = []
             req.kv_slots = torch.cat([slots, new_slots])
             req.num_computed = req.num_locked = prefix_len
             req.cache_node = node
@@ -110,10 +117,10 @@ class Scheduler:
             self._append(batch, req, n)
             budget -= n
 
-    def _append(self, batch: ScheduledBatch, req: Request, n: int) -> None:
+    def _append(self, batch: ScheduledBatch, req: Request, n: int, sample: bool | None = None) -> None:
         batch.requests.append(req)
         batch.extend_lens.append(n)
-        batch.sample.append(req.num_computed + n == req.num_tokens)
+        batch.sample.append(req.num_computed + n == req.num_tokens if sample is None else sample)
 
     # -- memory ------------------------------------------------------------------
     def _make_room(self, n: int) -> bool:

@@ -121,6 +121,14 @@ class HouseOcrModel:
             previous = token
         return out
 
+    def draft_tokens(self, multimodal) -> list[int] | None:
+        """The draft the engine verifies speculatively: the CTC reading of the request's one
+        crop, then EOS (a line ends where the reading does)."""
+        if len(multimodal.images) != 1:
+            return None
+        eos = list(self.config.eos_token_ids[:1])
+        return self.ctc_draft(multimodal.images[0].pixel_values) + eos
+
     def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
         positions = batch.positions
         if positions.dim() == 2:   # the multimodal path's [3, N]: the width row is the 1-D position

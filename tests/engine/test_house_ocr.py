@@ -144,3 +144,48 @@ def test_frame_count_formula_matches_the_network():
     encoder = LineEncoder(1)
     for width in list(range(16, 140)) + [263, 264, 265, 999, 1000, 3200]:
         assert encoder.run(np.zeros((1, 3, 48, width), np.float32)).shape[0] == frames_for_width(width)
+
+
+def test_speculative_decoding_with_the_ctc_draft_gives_the_same_tokens_in_fewer_steps(crops, reference_outputs):
+    runs = {}
+    for k in (0, 32):
+        engine = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True, speculative_tokens=k))
+        outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
+        runs[k] = (engine, [o.token_ids for o in outs])
+    (plain, plain_ids), (spec, spec_ids) = runs[0], runs[32]
+    assert spec_ids == plain_ids == reference_outputs
+    assert plain.num_draft_tokens == 0 and spec.num_accepted_draft_tokens > 0
+    assert spec.num_steps < plain.num_steps
+
+
+def test_wrong_drafts_change_nothing_and_their_kv_is_given_back(crops, reference_outputs):
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
+    free_before = engine.pool.num_free
+    requests = []
+    for i, crop in enumerate(crops[:4]):
+        req = engine.make_request(prompt(engine), greedy(), images=[png(crop)])
+        good = req.draft_ids
+        assert good is not None and good[-1] == charset.EOS_ID
+        # garbage, the right reading shifted by one, a draft that ends too early, none at all
+        req.draft_ids = [[charset.TOKEN_ID["x"]] * 40, good[1:], good[:3] + [charset.EOS_ID], []][i]
+        requests.append(engine.add_request(req, greedy()))
+    while engine.has_work:
+        engine.step()
+    for req, expected in zip(requests, reference_outputs[:4]):
+        assert req.output_ids == expected
+    assert engine.pool.num_free + engine.cache.num_cached_tokens == free_before
+
+
+def test_only_plain_greedy_requests_get_a_draft(engine, crops):
+    image = [png(crops[0])]
+    assert engine.make_request(prompt(engine), greedy(), images=image).draft_ids
+    for params in (SamplingParams(temperature=0.7, max_tokens=8), SamplingParams(temperature=0, max_tokens=8,
+                   repetition_penalty=1.2), SamplingParams(temperature=0, max_tokens=8, logprobs=1)):
+        assert engine.make_request(prompt(engine), params, images=image).draft_ids is None
+
+
+def test_speculative_decoding_under_retraction_matches_the_reference(crops, reference_outputs):
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=260, context_length=256, debug=True))
+    outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
+    assert [o.token_ids for o in outs] == reference_outputs
+    assert engine.scheduler.num_retractions > 0 and engine.num_accepted_draft_tokens > 0
