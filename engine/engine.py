@@ -265,6 +265,8 @@ class Engine:
         req.num_draft_accepted += len(accepted) - 1
         self.num_draft_tokens += len(draft)
         self.num_accepted_draft_tokens += len(accepted) - 1
+        if self.metrics is not None:
+            self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
         req.spec_ids = []
         for token in accepted:
             self._append_token(req, token, None, now)

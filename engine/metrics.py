@@ -91,6 +91,10 @@ class EngineMetrics:
                                    registry=r)
         self.aborts = Counter("ocrserve_request_aborts", "Requests aborted (client gone, timeout, shutdown).",
                               registry=r)
+        self.draft_tokens = Counter("ocrserve_spec_draft_tokens",
+                                    "Drafted tokens verified by speculative decoding.", registry=r)
+        self.accepted_draft_tokens = Counter("ocrserve_spec_accepted_tokens",
+                                             "Drafted tokens the model agreed with (kept).", registry=r)
 
     # ---- hooks called by the engine loop ----
 
@@ -121,6 +125,10 @@ class EngineMetrics:
 
     def on_retract(self, num_requests: int = 1) -> None:
         self.retractions.inc(num_requests)
+
+    def on_draft_verified(self, num_drafted: int, num_accepted: int) -> None:
+        self.draft_tokens.inc(num_drafted)
+        self.accepted_draft_tokens.inc(num_accepted)
 
     def set_state(self, num_running: int, num_waiting: int, kv_used_tokens: int, kv_total_tokens: int,
                   num_cached_tokens: int) -> None:

@@ -30,6 +30,8 @@ SERIES_AT_ZERO = [
     'ocrserve_inter_token_latency_seconds_bucket{le="+Inf"}',
     "ocrserve_retractions_total",
     "ocrserve_request_aborts_total",
+    "ocrserve_spec_draft_tokens_total",
+    "ocrserve_spec_accepted_tokens_total",
 ]
 
 
