@@ -4,7 +4,7 @@ FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# tesseract-ocr: the local recogniser (OCRSERVE_RECOGNIZER=tesseract);
+# tesseract-ocr: the alternative local recogniser (OCRSERVE_RECOGNIZER=tesseract);
 # libgl1, libglib2.0-0: OpenCV, used by the layout and line models.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 \
@@ -22,6 +22,9 @@ COPY engine/ engine/
 COPY kernels/ kernels/
 COPY vision/ vision/
 COPY workers/ workers/
+COPY training/ training/
+# the house OCR model's weights (13 MB), served by the engine as `house-ocr`
+COPY models/ models/
 COPY web/ web/
 COPY schemas/ schemas/
 COPY examples/ examples/

@@ -41,7 +41,7 @@ def engine(tmp_path_factory):
     log = tmp_path_factory.mktemp("extraction-engine") / "engine.log"
     from workers.settings import Settings
 
-    settings = Settings(engine_model=MODEL)
+    settings = Settings(recognizer="openai", engine_model=MODEL)
     process, url = start_engine(settings, child_env(settings), 0, log, ready_timeout_s=300, extra_args=ENGINE_ARGS)
     yield process, url
     process.stop()

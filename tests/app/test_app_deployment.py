@@ -30,9 +30,9 @@ def _expanded(argv: list[str]) -> list[str]:
 
 def test_compose_runs_redis_engine_worker_and_api_from_our_image():
     services = _compose()["services"]
-    assert set(services) == {"redis", "engine", "worker", "api"}
+    assert set(services) == {"redis", "engine", "extraction", "worker", "api"}
     assert services["redis"]["image"].startswith("redis:")
-    for name in ("engine", "worker", "api"):
+    for name in ("engine", "extraction", "worker", "api"):
         assert services[name]["build"] == "."
     for name in ("worker", "api"):
         environment = services[name]["environment"]
@@ -40,6 +40,7 @@ def test_compose_runs_redis_engine_worker_and_api_from_our_image():
         assert environment["OCRSERVE_ENGINE_URL"] == "http://engine:30000/v1"
         assert "data:/data" in services[name]["volumes"]
     assert "ports" not in services["engine"], "the engine stays on the private network"
+    assert "ports" not in services["extraction"], "the engine stays on the private network"
 
 
 def test_compose_commands_are_ocrserve_subcommands_with_valid_arguments():
@@ -50,7 +51,8 @@ def test_compose_commands_are_ocrserve_subcommands_with_valid_arguments():
             continue
         subcommand, *argv = _expanded(service["command"])
         if subcommand == "engine":
-            assert engine_parser().parse_args(argv).model == "smollm2-135m"
+            model = engine_parser().parse_args(argv).model
+            assert model == {"engine": "house-ocr", "extraction": "smollm2-135m"}[name], (name, model)
         else:
             assert subcommand in SUBCOMMANDS, subcommand
             build_parser(subcommand).parse_args(argv)   # exits (fails the test) on an unknown argument

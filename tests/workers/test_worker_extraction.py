@@ -49,7 +49,7 @@ def load_schema(name: str):
 @pytest.fixture(scope="module")
 def engine_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("extraction-engine") / "engine.log"
-    settings = Settings(engine_model=MODEL)
+    settings = Settings(recognizer="openai", engine_model=MODEL)
     engine, url = start_engine(settings, child_env(settings), 0, log, ready_timeout_s=300, extra_args=ENGINE_ARGS)
     yield url
     assert engine.stop() == 0, log.read_text()[-3000:]

@@ -31,7 +31,7 @@ MODEL = "smollm2-135m"
 def engine_url(tmp_path_factory):
     """`ocrserve serve`'s own engine start-up (app.local_services), small KV pool, one thread."""
     log = tmp_path_factory.mktemp("engine") / "engine.log"
-    settings = Settings(engine_model=MODEL)
+    settings = Settings(recognizer="openai", engine_model=MODEL)
     engine, url = start_engine(settings, child_env(settings), 0, log, ready_timeout_s=300,
                                extra_args=("--num-threads", "1", "--kv-tokens", "2048", "--context-length", "1024"))
     yield url
@@ -52,8 +52,8 @@ def test_a_model_the_endpoint_does_not_serve_is_a_configuration_error(engine_url
 
 
 def test_pages_fall_back_to_the_text_layer_with_the_reason(engine_url, tmp_path):
-    settings = Settings(data_dir=tmp_path, render_dpi=100, vision_num_threads=1, engine_url=engine_url,
-                        engine_model=MODEL)
+    settings = Settings(data_dir=tmp_path, recognizer="openai", render_dpi=100, vision_num_threads=1,
+                        engine_url=engine_url, engine_model=MODEL)
     service = JobService(settings)
     job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))])
     runner = JobRunner(settings, OpenAIVisionRecognizer.from_settings(settings))

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 def vlm_engine_url(tmp_path_factory):
     path = tmp_path_factory.mktemp("glm_ocr")
     build_tiny_vlm("glm_ocr", path)
-    settings = Settings(engine_model=str(path))
+    settings = Settings(recognizer="openai", engine_model=str(path))
     engine, url = start_engine(settings, child_env(settings), 0, path / "engine.log", ready_timeout_s=300,
                                extra_args=("--num-threads", "1", "--kv-tokens", "4096",
                                            "--served-model-name", "glm-ocr"))
