@@ -290,6 +290,19 @@ def run_tesseract_page(path: Path) -> tuple[str, float]:
         return out.stdout, time.perf_counter() - started
 
 
+def _draft_counts(base_url: str) -> dict[str, float]:
+    """Drafted and accepted speculative tokens from the engine's /metrics."""
+    import httpx
+
+    try:
+        text = httpx.get(base_url.removesuffix("/v1") + "/metrics", timeout=10).text
+    except httpx.HTTPError:
+        return {}
+    found = dict(re.findall(r"^(ocrserve_spec_\w+_total) ([0-9.e+]+)$", text, re.M))
+    return {"drafted": float(found.get("ocrserve_spec_draft_tokens_total", 0)),
+            "accepted": float(found.get("ocrserve_spec_accepted_tokens_total", 0))}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=12, help="pages per version (clean and scan-like)")
@@ -350,6 +363,7 @@ def main() -> int:
             print(f"{page.name:<22} {version:<6} " + "  ".join(
                 f"{s}: CER {r['errors'][0] / max(1, r['errors'][1]):.3f} {r['seconds']:.1f}s"
                 for s, r in ((s, record[s]) for s in ("house", "tesseract_pipeline", "tesseract_page"))), flush=True)
+        spec = _draft_counts(settings.engine_base_url)
     finally:
         if engine is not None:
             engine.stop()
@@ -380,9 +394,12 @@ def main() -> int:
               f"/ Tesseract-page CER = {h['cer'] / max(p['cer'], 1e-9):.2f}; house s/page / Tesseract-pipeline "
               f"s/page = {h['seconds_per_page'] / t['seconds_per_page']:.2f}, / Tesseract-page = "
               f"{h['seconds_per_page'] / p['seconds_per_page']:.2f}")
+    if spec:
+        print(f"speculative decoding (house): {spec['accepted']:.0f} of {spec['drafted']:.0f} drafted tokens "
+              f"accepted ({spec['accepted'] / max(spec['drafted'], 1):.1%})")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"summary": summary, "pages": rows, "seed": args.seed,
+        args.out.write_text(json.dumps({"summary": summary, "pages": rows, "seed": args.seed, "speculative": spec,
                                         "threads": args.threads, "work_dir": str(work)}, indent=1))
     return 0
 

@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     engine_api_key: str | None = None
     engine_timeout_s: float = Field(120.0, gt=0)
     engine_connect_timeout_s: float = Field(5.0, gt=0)
-    recognizer_max_concurrency: int = Field(16, ge=1)
+    recognizer_max_concurrency: int = Field(48, ge=1)   # a page's lines in flight at once, so the engine batches them
     tesseract_cmd: str = "tesseract"
     tesseract_lang: str = "eng"
 

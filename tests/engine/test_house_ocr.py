@@ -20,6 +20,7 @@ from engine.models.line_encoder import LineEncoder
 from engine.sampling_params import SamplingParams
 from training.house_ocr import charset
 from training.house_ocr.export import load_exported
+from training.house_ocr.train import edit_distance
 
 pytestmark = pytest.mark.slow
 
@@ -123,19 +124,9 @@ def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
 
 def test_shipped_weights_read_clean_print(engine, crops):
     outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
-    errors = sum(_edit_distance(out.text, text) for out, (text, _, _) in zip(outs, LINES))
+    errors = sum(edit_distance(out.text, text) for out, (text, _, _) in zip(outs, LINES))
     total = sum(len(text) for text, _, _ in LINES)
     assert errors / total < 0.03, [out.text for out in outs]
-
-
-def _edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
 
 
 def test_frame_count_formula_matches_the_network():

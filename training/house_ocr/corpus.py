@@ -109,6 +109,24 @@ class TrainingText:
             text = text.title()
         return text[:120] or "."
 
+    def long_line(self) -> str:
+        """A full-width line of body text (70-150 characters), as pages set them."""
+        rng = self.rng
+        max_chars = rng.randint(70, 150)
+        kind = rng.random()
+        if kind < 0.6:
+            text = window(self.prose, rng, max_chars)
+            while len(text) < max_chars - 20:   # a short paragraph: continue with the next one
+                text += " " + window(self.prose, rng, max_chars - len(text) - 1)
+        elif kind < 0.85:
+            text = self._sentence(max_chars)
+        else:
+            text = ""
+            while len(text) < max_chars - 15:
+                text += (rng.choice(["  ", " ", " · ", " | ", ", "]) if text else "") + self._field()
+        text = _clean(text)[:160]
+        return text or "."
+
     def _sentence(self, max_chars: int) -> str:
         fake = self.fake
         text = fake.sentence(nb_words=self.rng.randint(3, 16))

@@ -22,8 +22,9 @@ from engine.models.line_encoder import LineEncoder
 from training.house_ocr import corpus, fonts, render
 
 
-def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEncoder) -> dict[str, np.ndarray]:
-    rng = random.Random(f"{seed}/{index}/{held_out}")
+def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEncoder,
+               long_lines: bool = False) -> dict[str, np.ndarray]:
+    rng = random.Random(f"{seed}/{index}/{held_out}" + ("/long" if long_lines else ""))
     np.random.seed(rng.getrandbits(32))
     font_set = fonts.held_out_fonts() if held_out else fonts.training_fonts()
     text_source = corpus.TrainingText(seed * 100003 + index)
@@ -31,6 +32,8 @@ def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEn
     for _ in range(size):
         if held_out:
             text = corpus.window(corpus.licence_prose(), rng, rng.choice([rng.randint(3, 20), rng.randint(20, 90)]))
+        elif long_lines:
+            text = text_source.long_line()
         else:
             text = text_source.line()
         crop, text = render.sample_crop(text, font_set, rng)
@@ -50,18 +53,20 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--held-out", action="store_true", help="validation data: held-out fonts and corpus")
+    parser.add_argument("--long", action="store_true", help="full-width lines of 70-150 characters "
+                        "(shards named shard-long-*)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     encoder = LineEncoder(args.threads)
     shards = -(-args.samples // args.shard_size)
-    prefix = "val" if args.held_out else "shard"
+    prefix = "val" if args.held_out else ("shard-long" if args.long else "shard")
     started = time.time()
     for index in range(shards):
         path = args.out / f"{prefix}-{index:05d}.npz"
         if path.exists():
             continue
         size = min(args.shard_size, args.samples - index * args.shard_size)
-        shard = make_shard(index, size, args.seed, args.held_out, encoder)
+        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long)
         tmp = path.with_suffix(".tmp.npz")
         np.savez(tmp, **shard)
         os.replace(tmp, path)

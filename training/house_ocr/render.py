@@ -32,10 +32,15 @@ def font_pixels(rng: random.Random) -> int:
 
 
 def render_line(text: str, font: Font, size_px: int, rng: random.Random,
-                paper: int = 255, ink: int = 0) -> np.ndarray:
-    """A clean RGB crop [h, w, 3] uint8 of `text` with detector-like margins."""
+                paper: int = 255, ink: int = 0, word_gap: float = 1.0) -> np.ndarray:
+    """A clean RGB crop [h, w, 3] uint8 of `text` with detector-like margins. `word_gap` > 1
+    widens every space by that factor, as justified text does."""
     pil_font = _pil_font(font.path, size_px)
+    extra = 0
+    if word_gap > 1.0 and " " in text.strip():
+        extra = int(round(pil_font.getlength(" ") * (word_gap - 1.0)))
     left, top, right, bottom = pil_font.getbbox(text)
+    right += extra * text.count(" ")
     ascent, descent = pil_font.getmetrics()
     # the detector boxes ink, but never less than about an x-height
     top = min(top, ascent - int(0.55 * size_px))
@@ -46,7 +51,13 @@ def render_line(text: str, font: Font, size_px: int, rng: random.Random,
     height = max(4, bottom - top + pad_y[0] + pad_y[1])
     image = Image.new("L", (width, height), paper)
     draw = ImageDraw.Draw(image)
-    draw.text((pad_x[0] - left, pad_y[0] - top), text, font=pil_font, fill=ink)
+    if extra:
+        x = pad_x[0] - left
+        for word in text.split(" "):
+            draw.text((x, pad_y[0] - top), word, font=pil_font, fill=ink)
+            x += pil_font.getlength(word + " ") + extra
+    else:
+        draw.text((pad_x[0] - left, pad_y[0] - top), text, font=pil_font, fill=ink)
     if rng.random() < 0.12:   # a sliver of the neighbouring line
         other = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
                         for _ in range(max(1, len(text))))
@@ -108,7 +119,8 @@ def sample_crop(text: str, fonts: tuple[Font, ...], rng: random.Random, scan_pro
         text = "".join(ch for ch in text if ch in font.covered) or "."
     else:
         font = rng.choice(candidates)
-    crop = render_line(text, font, font_pixels(rng), rng)
+    word_gap = rng.uniform(1.0, 2.2) if len(text) > 50 and rng.random() < 0.3 else 1.0
+    crop = render_line(text, font, font_pixels(rng), rng, word_gap=word_gap)
     if rng.random() < 0.7:
         crop = tint(crop, rng)
     if rng.random() < scan_probability:

@@ -119,6 +119,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--pool-size", type=int, default=16384, help="samples drawn per pool (new shards join "
+                        "at the next pool)")
+    parser.add_argument("--long-weight", type=float, default=3.0, help="sampling weight of shard-long-* samples")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -149,13 +152,15 @@ def main() -> None:
     started, window = time.time(), []
     model.train()
     while step < args.steps:
-        if not queue:   # a new pool: every sample available, sorted by length, cut into batches
+        if not queue:   # a new pool: a random draw from every sample available, cut into batches
             train.refresh()
             keys = train.samples()
             if not keys:
                 time.sleep(10)
                 continue
-            rng.shuffle(keys)
+            # Full-width lines are most of a real page: their shards are drawn `long_weight` times as often.
+            weights = [args.long_weight if name.startswith("shard-long") else 1.0 for name, _ in keys]
+            keys = rng.choices(keys, weights=weights, k=min(args.pool_size, len(keys)))
             for pool_start in range(0, len(keys), 4096):
                 pool = sorted(keys[pool_start:pool_start + 4096], key=lambda k: _length(train, k))
                 batch: list[tuple[str, int]] = []
