@@ -180,3 +180,27 @@ def test_speculative_decoding_under_retraction_matches_the_reference(crops, refe
     outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
     assert [o.token_ids for o in outs] == reference_outputs
     assert engine.scheduler.num_retractions > 0 and engine.num_accepted_draft_tokens > 0
+
+
+def test_bad_crops_get_clear_errors_and_odd_ones_still_read(engine, crops, reference_outputs):
+    from engine.errors import InvalidRequestError
+
+    for data, what in ((b"not an image", "image"), (png(Image.new("RGB", (3, 40), "white")), "4")):
+        with pytest.raises(InvalidRequestError, match=what):
+            engine.make_request(prompt(engine), greedy(), images=[data])
+    with pytest.raises(InvalidRequestError, match="placeholder"):   # the template's one image, but two given
+        engine.make_request(prompt(engine), greedy(), images=[png(crops[0]), png(crops[1])])
+    # the smallest accepted crop, and a strip at the widest aspect ratio allowed (squeezed to 3,200 px)
+    odd = [Image.new("RGB", (4, 4), "white"), render("x" * 400, "DejaVuSans.ttf", 12).resize((4000, 20))]
+    outs = engine.generate([prompt(engine)] * 3, greedy(), images=[[png(odd[0])], [png(odd[1])], [png(crops[0])]])
+    assert all(o.finish_reason in ("stop", "length") for o in outs)
+    assert outs[2].token_ids == reference_outputs[0]   # the engine keeps reading normal crops
+
+
+def test_the_chat_template_refuses_a_message_without_exactly_one_image(engine):
+    import jinja2
+
+    for content in ("just text", [{"type": "image"}, {"type": "image"}]):
+        with pytest.raises(jinja2.TemplateError, match="exactly one image"):
+            engine.tokenizer.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                                 tokenize=False)
