@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import cv2
 import numpy as np
 from PIL import Image
 
@@ -33,6 +34,26 @@ def crop_box(bbox: Sequence[float], page_width: int, page_height: int,
 def crop_image(image: Image.Image, bbox: Sequence[float], margin_px: int = DEFAULT_MARGIN_PX) -> Image.Image:
     """The part of a PIL page image under `bbox` (page pixels), with a margin; never empty."""
     return image.crop(crop_box(bbox, image.width, image.height, margin_px))
+
+
+def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> Image.Image:
+    """A text line (`vision.lines.TextLine`) cut out upright: a skewed line is rotated about
+    its centre so its baseline is level, and only its own rectangle (plus the margin) is kept,
+    not the slices of neighbouring lines its axis-aligned box holds. Pixels beyond the page
+    repeat its edge. A level line is a plain `crop_image`."""
+    if abs(line.angle) < 0.05:
+        return crop_image(image, line.bbox, margin_px)
+    length, thickness = line.upright_size
+    width, height = max(1, round(length) + 2 * margin_px), max(1, round(thickness) + 2 * margin_px)
+    centre_x, centre_y = (line.bbox[0] + line.bbox[2]) / 2, (line.bbox[1] + line.bbox[3]) / 2
+    # Rotating the page clockwise by the line's angle levels it; then move its centre to the crop's.
+    matrix = cv2.getRotationMatrix2D((centre_x, centre_y), -line.angle, 1.0)
+    matrix[0, 2] += width / 2 - centre_x
+    matrix[1, 2] += height / 2 - centre_y
+    pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+    upright = cv2.warpAffine(pixels, matrix, (width, height), flags=cv2.INTER_LINEAR,
+                             borderMode=cv2.BORDER_REPLICATE)
+    return Image.fromarray(upright)
 
 
 def crop_array(image: np.ndarray, bbox: Sequence[float], margin_px: int = DEFAULT_MARGIN_PX) -> np.ndarray:

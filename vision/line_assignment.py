@@ -6,6 +6,9 @@ single lines, like the house model, reads a table cell by cell; others read
 the table whole); a line covered mostly by a figure or equation belongs to
 that region and is not kept. A text region grows to hold its lines, so a crop
 never cuts a line's ends; a table keeps its detected box.
+A figure that is mostly text lines — the layout model takes dense small print
+for a picture — is read as text: at least `TEXT_FIGURE_MIN_LINES` lines whose
+boxes cover `TEXT_FIGURE_MIN_COVER` of it (a chart's labels cover far less).
 Lines no region covers (the layout model missed them) are grouped into blocks
 of neighbouring lines that become `text` regions of their own, scored 0 and
 marked `source="lines"`: nothing detected on the page is dropped.
@@ -19,8 +22,10 @@ from vision.layout import RecognitionTask, Region
 from vision.lines import TextLine
 
 MIN_COVER = 0.5         # share of a line's area a region must cover to claim it
-ROW_GAP_HEIGHTS = 2.0   # same row: joined across a gap of up to this many line heights
+ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line heights (a column gap is wider)
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
+TEXT_FIGURE_MIN_LINES = 3
+TEXT_FIGURE_MIN_COVER = 0.45
 
 
 @dataclass(frozen=True)
@@ -38,14 +43,27 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[A
         best = max(range(len(regions)), key=lambda i: covers[i], default=None)
         if best is None or covers[best] < MIN_COVER * _area(line.bbox):
             orphans.append(line)
-        elif regions[best].task in (RecognitionTask.TEXT, RecognitionTask.TABLE):
+        elif regions[best].task in (RecognitionTask.TEXT, RecognitionTask.TABLE, RecognitionTask.SKIP):
             claimed[best].append(line)
+    regions = [_text_if_mostly_lines(region, owned) for region, owned in zip(regions, claimed)]
+    claimed = [owned if region.task in (RecognitionTask.TEXT, RecognitionTask.TABLE) else []
+               for region, owned in zip(regions, claimed)]
     assigned = [AssignedRegion(_grown(region, owned) if region.task is RecognitionTask.TEXT else region,
                                tuple(owned)) for region, owned in zip(regions, claimed)]
     for block in group_lines(orphans):
         bbox = _union([line.bbox for line in block])
         assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))
     return assigned
+
+
+def _text_if_mostly_lines(region: Region, lines: Sequence[TextLine]) -> Region:
+    """A figure region that is really a block of text lines, relabelled `text`."""
+    if region.task is not RecognitionTask.SKIP or len(lines) < TEXT_FIGURE_MIN_LINES:
+        return region
+    covered = sum(_intersection(line.bbox, region.bbox) for line in lines)
+    if covered < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
+        return region
+    return replace(region, label="text")
 
 
 def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
@@ -60,7 +78,7 @@ def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
 
     for a in range(len(lines)):
         for b in range(a + 1, len(lines)):
-            if _are_neighbours(lines[a].bbox, lines[b].bbox):
+            if _are_neighbours(lines[a], lines[b]):
                 parent[root(a)] = root(b)
     blocks: dict[int, list[TextLine]] = {}
     for i, line in enumerate(lines):
@@ -68,11 +86,15 @@ def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
     return list(blocks.values())
 
 
-def _are_neighbours(a: Sequence[float], b: Sequence[float]) -> bool:
-    height = max(a[3] - a[1], b[3] - b[1])
+def _are_neighbours(line_a: TextLine, line_b: TextLine) -> bool:
+    """Heights and vertical gaps are measured on the lines' own bands, so skewed lines, whose
+    boxes overlap their neighbours', are still told apart by row."""
+    a, b = line_a.bbox, line_b.bbox
+    (a_top, a_bottom), (b_top, b_bottom) = line_a.band, line_b.band
+    height = max(a_bottom - a_top, b_bottom - b_top)
     x_gap = max(a[0], b[0]) - min(a[2], b[2])   # negative when the x-ranges overlap
-    y_gap = max(a[1], b[1]) - min(a[3], b[3])
-    same_row = y_gap < -0.5 * min(a[3] - a[1], b[3] - b[1])
+    y_gap = max(a_top, b_top) - min(a_bottom, b_bottom)
+    same_row = y_gap < -0.5 * min(a_bottom - a_top, b_bottom - b_top)
     if same_row:
         return x_gap <= ROW_GAP_HEIGHTS * height
     return x_gap < 0 and y_gap <= STACK_GAP_HEIGHTS * height

@@ -119,8 +119,9 @@ def line_rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
     rows: list[list[TextLine]] = []
     for line in sorted(lines, key=lambda ln: (_centre_y(ln.bbox), ln.bbox[0])):
         row = rows[-1] if rows else None
-        if row is not None and _vertical_overlap(row[0].bbox, line.bbox) >= SAME_ROW_OVERLAP * min(
-                row[0].height, line.height):
+        first, this = (row[0].band if row else None), line.band
+        if first is not None and _vertical_overlap((0, first[0], 0, first[1]), (0, this[0], 0, this[1])) >= (
+                SAME_ROW_OVERLAP * min(first[1] - first[0], this[1] - this[0])):
             row.append(line)
         else:
             rows.append([line])

@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from vision.crops import crop_image, normalise_box
+from vision.crops import crop_image, crop_line, normalise_box
 from vision.document import Document, RenderedPage, TextWord
 from vision.layout import RecognitionTask
 from vision.page_analysis import LayoutBlock, analyze_page
@@ -102,7 +102,7 @@ def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool) -> lis
     if block.task is RecognitionTask.SKIP:
         return []
     if _by_lines(block, single_lines):
-        return [RecognitionItem(crop_image(page.image, line.bbox), RecognitionTask.TEXT, is_single_line=True)
+        return [RecognitionItem(crop_line(page.image, line), RecognitionTask.TEXT, is_single_line=True)
                 for line in block.lines]
     return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False)]
 
