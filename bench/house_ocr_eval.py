@@ -56,6 +56,7 @@ from training.house_ocr import corpus, fonts  # noqa: E402
 PAGE_W, PAGE_H = 595.0, 842.0   # A4 in points
 MARGIN = 56.0
 LAYOUTS = ("single", "two_column", "table", "mixed")
+SYSTEMS = ("house", "tesseract_pipeline", "tesseract_page")
 
 
 @dataclass
@@ -311,7 +312,13 @@ def main() -> int:
     parser.add_argument("--engine-url", default=None, help="an engine already serving house-ocr (default: start one)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the generated PDFs and outputs here")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument("--only", default="", help="comma-separated page names (or prefixes, e.g. page06) to run; "
+                        "the others are still typeset so every page is the same as in a full run")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
     args = parser.parse_args()
+    systems = tuple(s for s in SYSTEMS if s in args.systems.split(","))
+    if not systems:
+        parser.error(f"--systems must name at least one of {', '.join(SYSTEMS)}")
 
     from app.local_services import child_env, start_engine
     from workers.page_pipeline import PagePipeline
@@ -330,7 +337,10 @@ def main() -> int:
         scan = work / f"{page.name}-scan.pdf"
         image_pdf(scan_like(rasterise(page.pdf, 200), rng), scan, jpeg=True)
         (work / f"{page.name}.reference.txt").write_text(page.reference)
-        files += [(page, "clean", clean), (page, "scan", scan)]
+        if not args.only or any(page.name.startswith(name) for name in args.only.split(",")):
+            files += [(page, "clean", clean), (page, "scan", scan)]
+    if not files:
+        parser.error(f"--only {args.only!r} names none of the pages")
 
     settings = Settings(data_dir=work, recognizer="house", vision_num_threads=args.threads)
     engine = None
@@ -347,28 +357,31 @@ def main() -> int:
                                  args.threads)
         dpi = settings.render_dpi
         # warm-up (model loads), not counted
-        run_pipeline(house, files[0][2], dpi)
-        run_pipeline(tesseract, files[0][2], dpi)
+        if "house" in systems:
+            run_pipeline(house, files[0][2], dpi)
+        if "tesseract_pipeline" in systems:
+            run_pipeline(tesseract, files[0][2], dpi)
 
         rows = []
         for page, version, path in files:
             record = {"page": page.name, "layout": page.layout, "font": page.font, "version": version}
-            for system, runner in (("house", lambda p: run_pipeline(house, p, dpi)),
-                                   ("tesseract_pipeline", lambda p: run_pipeline(tesseract, p, dpi)),
-                                   ("tesseract_page", lambda p: (*run_tesseract_page(p), 0))):
+            runners = {"house": lambda p: run_pipeline(house, p, dpi),
+                       "tesseract_pipeline": lambda p: run_pipeline(tesseract, p, dpi),
+                       "tesseract_page": lambda p: (*run_tesseract_page(p), 0)}
+            for system in systems:
+                runner = runners[system]
                 text, seconds, not_ok = runner(path)
                 (work / f"{page.name}-{version}.{system}.txt").write_text(text)
                 record[system] = {"errors": errors(text, page.reference), "seconds": seconds, "regions_not_ok": not_ok}
             rows.append(record)
             print(f"{page.name:<22} {version:<6} " + "  ".join(
                 f"{s}: CER {r['errors'][0] / max(1, r['errors'][1]):.3f} {r['seconds']:.1f}s"
-                for s, r in ((s, record[s]) for s in ("house", "tesseract_pipeline", "tesseract_page"))), flush=True)
+                for s, r in ((s, record[s]) for s in systems)), flush=True)
         spec = _draft_counts(settings.engine_base_url)
     finally:
         if engine is not None:
             engine.stop()
 
-    systems = ("house", "tesseract_pipeline", "tesseract_page")
     summary = {}
     for version in ("clean", "scan"):
         for system in systems:
@@ -388,6 +401,8 @@ def main() -> int:
         print(f"{version:<6} {names[system]:<32} {value['cer']:>7.2%} {value['wer']:>7.2%} "
               f"{value['seconds_per_page']:>7.2f}")
     for version in ("clean", "scan"):
+        if len(systems) < len(SYSTEMS):
+            break
         h, t = summary[f"{version}/house"], summary[f"{version}/tesseract_pipeline"]
         p = summary[f"{version}/tesseract_page"]
         print(f"{version}: house CER / Tesseract-pipeline CER = {h['cer'] / max(t['cer'], 1e-9):.2f}, "
