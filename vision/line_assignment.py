@@ -9,6 +9,10 @@ never cuts a line's ends; a table keeps its detected box.
 A figure that is mostly text lines — the layout model takes dense small print
 for a picture — is read as text: at least `TEXT_FIGURE_MIN_LINES` lines whose
 boxes cover `TEXT_FIGURE_MIN_COVER` of it (a chart's labels cover far less).
+A text region that claims no line but lies mostly under lines that went
+elsewhere is a duplicate box of text read there, and is dropped (read whole it
+would repeat that text, garbled); one with no lines under it is kept, as the
+line detector may have missed faint print.
 Lines no region covers (the layout model missed them) are grouped into blocks
 of neighbouring lines that become `text` regions of their own, scored 0 and
 marked `source="lines"`: nothing detected on the page is dropped.
@@ -26,6 +30,7 @@ ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line 
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
 TEXT_FIGURE_MIN_LINES = 3
 TEXT_FIGURE_MIN_COVER = 0.45
+DUPLICATE_TEXT_COVER = 0.5   # share of a line-less text region under other regions' lines that drops it
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,8 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[A
     claimed = [owned if region.task in (RecognitionTask.TEXT, RecognitionTask.TABLE) else []
                for region, owned in zip(regions, claimed)]
     assigned = [AssignedRegion(_grown(region, owned) if region.task is RecognitionTask.TEXT else region,
-                               tuple(owned)) for region, owned in zip(regions, claimed)]
+                               tuple(owned)) for region, owned in zip(regions, claimed)
+                if not _duplicate_text(region, owned, lines)]
     for block in group_lines(orphans):
         bbox = _union([line.bbox for line in block])
         assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))
@@ -64,6 +70,13 @@ def _text_if_mostly_lines(region: Region, lines: Sequence[TextLine]) -> Region:
     if covered < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
         return region
     return replace(region, label="text")
+
+
+def _duplicate_text(region: Region, owned: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:
+    if region.task is not RecognitionTask.TEXT or owned:
+        return False
+    covered = sum(_intersection(line.bbox, region.bbox) for line in lines)
+    return covered >= DUPLICATE_TEXT_COVER * _area(region.bbox) > 0
 
 
 def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:

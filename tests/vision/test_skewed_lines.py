@@ -112,3 +112,20 @@ def test_columns_a_little_more_than_a_line_height_apart_stay_apart():
     # words of one row 10 px apart are one block
     words = [TextLine((100, 500, 200, 520), 0.9), TextLine((210, 500, 300, 520), 0.9)]
     assert len(group_lines(words)) == 1
+
+
+def test_a_line_less_text_box_over_lines_read_elsewhere_is_dropped():
+    """The layout model boxed the start of a line ("(b)") and a stray strip over two lines of a
+    paragraph; read whole, each would repeat text read line by line. A text box over nothing
+    the detector found is kept (faint print)."""
+    paragraph = Region("text", (100, 100, 900, 160), 0.9)
+    stub = Region("text", (100, 200, 150, 230), 0.7)           # covers the first 50 px of an orphan line
+    strip = Region("text", (100, 125, 700, 165), 0.6)          # over the paragraph's lines
+    faint = Region("text", (100, 400, 500, 440), 0.6)          # no detected line under it
+    lines = [TextLine((100, 105, 900, 125), 0.9), TextLine((100, 135, 900, 155), 0.9),
+             TextLine((100, 200, 700, 230), 0.9)]
+    assigned = assign_lines([paragraph, stub, strip, faint], lines)
+    regions = [a.region for a in assigned]
+    assert paragraph in regions and faint in regions
+    assert stub not in regions and strip not in regions
+    assert [a.lines for a in assigned if a.region.source == "lines"] == [(lines[2],)]
