@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import queue
 import threading
 from typing import AsyncIterator, Sequence
@@ -35,6 +36,10 @@ class AsyncEngine:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.startup_error: BaseException | None = None
+        # Request building (image decoding and encoding, grammar compiles) runs on as many threads as
+        # the engine has cores: more only makes them fight the engine loop for the same CPUs.
+        self._builders = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, config.num_threads or os.cpu_count() or 1), thread_name_prefix="request-build")
 
     def start(self) -> None:
         try:
@@ -123,7 +128,8 @@ class AsyncEngine:
             # Decoding images or compiling a grammar takes a while: off the event loop. Tokenising stays here
             # (one tokenizer must not be used from two threads at once).
             ids = self.engine.tokenizer.encode(prompt, add_special_tokens=False) if isinstance(prompt, str) else prompt
-            req = await asyncio.to_thread(self.engine.make_request, ids, params, request_id, tenant, images)
+            req = await asyncio.get_running_loop().run_in_executor(
+                self._builders, self.engine.make_request, ids, params, request_id, tenant, images)
         else:
             req = self.engine.make_request(prompt, params, request_id, tenant)
         rid = req.request_id
@@ -168,6 +174,7 @@ class AsyncEngine:
         self._inbox.put(("stop", None))
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._builders.shutdown(wait=False, cancel_futures=True)
         if self.engine is not None:
             self.engine.close()
         self.is_ready = False

@@ -109,8 +109,10 @@ class Request:
 
     def propose(self, k: int) -> list[int]:
         """Up to k drafted tokens to follow the output so far: the draft's continuation where the
-        output still agrees with it, else after the last place the output's final tokens occur
-        in the draft (a reading that skipped or added a character realigns), else none."""
+        output still agrees with it, else after the place in the draft nearest the output's length
+        where the output's final tokens occur (a reading that skipped or added a character
+        realigns; the nearest, not the last, because the two stay roughly in step and a short
+        tail like ' t' occurs all over a line), else none."""
         draft, out = self.draft_ids, self.output_ids
         if not draft or k <= 0:
             return []
@@ -121,9 +123,10 @@ class Request:
             if m < n:
                 continue
             tail = out[-n:]
-            for start in range(len(draft) - n, -1, -1):
-                if draft[start:start + n] == tail:
-                    return draft[start + n:start + n + k]
+            ends = [start + n for start in range(len(draft) - n + 1) if draft[start:start + n] == tail]
+            if ends:
+                end = min(ends, key=lambda e: (abs(e - m), -e))
+                return draft[end:end + k]
         return []
 
     @property
