@@ -89,8 +89,76 @@ class LineEncoder:
         return np.ascontiguousarray(features[0], dtype=np.float32)
 
 
-def _build_session(num_threads: int):
+def truncated_graph(data: bytes, fuse: bool = True):
+    """The recogniser's ONNX graph ending at the features its CTC head reads; with `fuse`, its
+    hard-swish activations (exported as Add 3, Clip 0..6, Mul, Div 6: four passes over the
+    activations, which onnxruntime does not fuse) rewritten as x * HardSigmoid(x) with
+    alpha 1/6, beta 1/2 — the same function, two passes (about 7% faster, features within
+    float rounding of the original, checked in a test)."""
     import onnx
+
+    model = onnx.load_from_string(data)
+    del model.graph.output[:]
+    model.graph.output.append(onnx.helper.make_tensor_value_info(_FEATURE_OUTPUT, onnx.TensorProto.FLOAT, None))
+    if fuse:
+        _fuse_hard_swish(model.graph)
+    return model
+
+
+def _fuse_hard_swish(graph) -> int:
+    import onnx
+
+    constants = {node.output[0]: onnx.numpy_helper.to_array(node.attribute[0].t)
+                 for node in graph.node if node.op_type == "Constant" and node.attribute}
+    constants.update({init.name: onnx.numpy_helper.to_array(init) for init in graph.initializer})
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def is_scalar(name: str, value: float) -> bool:
+        array = constants.get(name)
+        return array is not None and array.size == 1 and float(array.reshape(-1)[0]) == value
+
+    replaced: dict[int, list] = {}
+    dropped: set[int] = set()
+    for clip in graph.node:
+        if clip.op_type != "Clip" or len(clip.input) != 3:
+            continue
+        add = producer.get(clip.input[0])
+        if add is None or add.op_type != "Add" or not is_scalar(add.input[1], 3.0):
+            continue
+        x = add.input[0]
+        if not (is_scalar(clip.input[1], 0.0) and is_scalar(clip.input[2], 6.0)):
+            continue
+        users = consumers.get(clip.output[0], [])
+        if len(users) != 1 or users[0].op_type != "Mul" or x not in users[0].input:
+            continue
+        mul = users[0]
+        divs = consumers.get(mul.output[0], [])
+        if len(divs) != 1 or divs[0].op_type != "Div" or not is_scalar(divs[0].input[1], 6.0):
+            continue
+        if len(consumers.get(add.output[0], [])) != 1:
+            continue
+        gate = clip.output[0] + "_hard_sigmoid"
+        replaced[id(divs[0])] = [onnx.helper.make_node("HardSigmoid", [x], [gate], alpha=1.0 / 6.0, beta=0.5),
+                                 onnx.helper.make_node("Mul", [x, gate], [divs[0].output[0]])]
+        dropped |= {id(add), id(clip), id(mul)}
+    nodes = []
+    for node in graph.node:
+        if id(node) in replaced:
+            nodes += replaced[id(node)]
+        elif id(node) not in dropped:
+            nodes.append(node)
+    used = {name for node in nodes for name in node.input} | {out.name for out in graph.output}
+    nodes = [node for node in nodes if node.op_type != "Constant" or node.output[0] in used]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return len(replaced)
+
+
+def _build_session(num_threads: int):
     import onnxruntime
 
     path = model_path()
@@ -99,10 +167,7 @@ def _build_session(num_threads: int):
     if digest != _SHA256:
         raise RuntimeError(f"{path} is not the PP-OCRv4 recogniser the house model was trained on "
                            f"(sha256 {digest[:12]}..., expected {_SHA256[:12]}...)")
-    model = onnx.load_from_string(data)
-    # Expose the features the CTC head reads, and drop the head's outputs.
-    del model.graph.output[:]
-    model.graph.output.append(onnx.helper.make_tensor_value_info(_FEATURE_OUTPUT, onnx.TensorProto.FLOAT, None))
+    model = truncated_graph(data, fuse=True)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = num_threads
     options.inter_op_num_threads = 1

@@ -204,3 +204,22 @@ def test_the_chat_template_refuses_a_message_without_exactly_one_image(engine):
         with pytest.raises(jinja2.TemplateError, match="exactly one image"):
             engine.tokenizer.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
                                                  tokenize=False)
+
+
+def test_the_fused_encoder_graph_gives_the_original_features(crops):
+    """The encoder session runs the recogniser with its hard-swish activations rewritten; the
+    features must be the original graph's up to float rounding."""
+    import onnxruntime
+
+    from engine.models.line_encoder import model_path, preprocess, truncated_graph
+
+    data = model_path().read_bytes()
+    fused, original = truncated_graph(data, fuse=True), truncated_graph(data, fuse=False)
+    assert sum(n.op_type == "HardSigmoid" for n in fused.graph.node) >= 28
+    assert not any(n.op_type == "Clip" for n in fused.graph.node)
+    plain = onnxruntime.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"])
+    encoder = LineEncoder(1)
+    for crop in crops:
+        pixels = preprocess(np.asarray(crop))
+        expected = plain.run(None, {"x": pixels})[0][0]
+        np.testing.assert_allclose(encoder.run(pixels), expected, rtol=0, atol=1e-4 * np.abs(expected).max())
