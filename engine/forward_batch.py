@@ -6,65 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-SHORT_EXTEND_MAX = 64          # new tokens of a request (a verified draft, a short chunk) attended in a group
-GROUP_BUDGET = 1 << 20         # padded rows x new tokens x keys per group
-
-
-@dataclass
-class ExtendGroup:
-    """Requests with a few new tokens each (speculative verification, short prefill chunks),
-    attended together in one padded call instead of one call per request. Row j holds request
-    `rows[j]`'s new tokens; padding repeats flat token 0 and its output is dropped."""
-
-    rows: list[int]
-    token_index: torch.Tensor   # [R, Lq] int64: flat batch position of each new token (0 for padding)
-    valid: torch.Tensor         # [R, Lq] bool: a real token, not padding
-    slot_table: torch.Tensor    # [R, Lk] int64: the request's KV slots, padded with slot 0
-    mask: torch.Tensor          # [R, Lq, Lk] bool: new token q of row j sees key t (causal, within its request)
-
-    def to(self, device: torch.device) -> "ExtendGroup":
-        return ExtendGroup(self.rows, self.token_index.to(device), self.valid.to(device),
-                           self.slot_table.to(device), self.mask.to(device))
-
-    @classmethod
-    def build_all(cls, extend_lens: list[int], kv_lens: list[int], kv_slots: list[torch.Tensor]) -> list["ExtendGroup"]:
-        """Groups of the requests with 1 < new tokens <= SHORT_EXTEND_MAX, in order of total length,
-        each padded group within GROUP_BUDGET; none when fewer than two such requests."""
-        short = sorted((i for i, e in enumerate(extend_lens) if 1 < e <= SHORT_EXTEND_MAX), key=lambda i: kv_lens[i])
-        if len(short) < 2:
-            return []
-        starts = [0]
-        for e in extend_lens:
-            starts.append(starts[-1] + e)
-        groups, current = [], []
-        for i in short:
-            rows = current + [i]
-            cost = len(rows) * max(extend_lens[r] for r in rows) * max(kv_lens[r] for r in rows)
-            if current and cost > GROUP_BUDGET:
-                groups.append(current)
-                rows = [i]
-            current = rows
-        groups.append(current)
-        return [cls._build(rows, starts, extend_lens, kv_lens, kv_slots) for rows in groups]
-
-    @classmethod
-    def _build(cls, rows: list[int], starts: list[int], extend_lens: list[int], kv_lens: list[int],
-               kv_slots: list[torch.Tensor]) -> "ExtendGroup":
-        lq = max(extend_lens[i] for i in rows)
-        lk = max(kv_lens[i] for i in rows)
-        token_index = torch.zeros(len(rows), lq, dtype=torch.int64)
-        slot_table = torch.zeros(len(rows), lk, dtype=torch.int64)
-        for j, i in enumerate(rows):
-            token_index[j, : extend_lens[i]] = torch.arange(starts[i], starts[i] + extend_lens[i])
-            slot_table[j, : kv_lens[i]] = kv_slots[i]
-        new = torch.tensor([extend_lens[i] for i in rows])
-        total = torch.tensor([kv_lens[i] for i in rows])
-        valid = torch.arange(lq)[None, :] < new[:, None]
-        # new token q of a request sits at position (kv_len - extend_len + q); padding rows see key 0 only
-        position = torch.where(valid, (total - new)[:, None] + torch.arange(lq)[None, :], 0)
-        mask = torch.arange(lk)[None, None, :] <= position[:, :, None]
-        return cls(list(rows), token_index, valid, slot_table, mask)
-
 
 @dataclass
 class ForwardBatch:
@@ -85,7 +26,6 @@ class ForwardBatch:
     decode_mask: torch.Tensor | None = None        # [num_decode, 1, 1, max_kv_len] bool, True = attend
     input_embeds: torch.Tensor | None = None       # [num_tokens, hidden]: replaces embedding lookup (VLMs)
     out_owners: torch.Tensor | None = None         # [num_tokens] pool owner of each out slot (debug checks)
-    extend_groups: tuple[ExtendGroup, ...] = ()    # short extends attended together (see ExtendGroup)
 
     def to(self, device: torch.device) -> "ForwardBatch":
         if device.type == "cpu":
@@ -97,7 +37,6 @@ class ForwardBatch:
             logits_indices=move(self.logits_indices), decode_rows=self.decode_rows,
             decode_slot_table=move(self.decode_slot_table), decode_mask=move(self.decode_mask),
             input_embeds=move(self.input_embeds), out_owners=self.out_owners,  # owners stay on the CPU
-            extend_groups=tuple(group.to(device) for group in self.extend_groups),
         )
 
     @property
@@ -153,5 +92,4 @@ class ForwardBatch:
             decode_mask=mask,
             out_owners=None if owner_ids is None else torch.repeat_interleave(
                 torch.tensor(owner_ids, dtype=torch.int64), torch.tensor(extend_lens)),
-            extend_groups=tuple(ExtendGroup.build_all(extend_lens, kv_lens, kv_slots)),
         )

@@ -59,30 +59,3 @@ def extend_attention(
         mask = torch.arange(kv_len)[None, :] <= qpos[:, None]
         out = F.scaled_dot_product_attention(qh, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
     return out.squeeze(0).transpose(0, 1)
-
-
-def grouped_extend_attention(
-    q: torch.Tensor,            # [num_tokens, num_heads, head_dim]: every new token of the batch
-    k_cache: torch.Tensor,      # [num_kv_heads, num_slots, head_dim] (one layer)
-    v_cache: torch.Tensor,
-    token_index: torch.Tensor,  # [rows, lq] int64: which of q's tokens are row r's new tokens (padded)
-    slot_table: torch.Tensor,   # [rows, lk] int64: row r's KV slots, padded with slot 0
-    mask: torch.Tensor,         # [rows, lq, lk] bool, True = attend
-    scale: float,
-) -> torch.Tensor:              # [rows, lq, num_heads, head_dim]; padded queries hold garbage
-    """Several requests' few new tokens each (a verified draft) in one padded call: one call
-    per request costs a framework dispatch each, which dominates at these sizes on a CPU."""
-    rows, lq = token_index.shape
-    num_heads, head_dim = q.shape[1], q.shape[2]
-    num_kv_heads = k_cache.shape[0]
-    group = num_heads // num_kv_heads
-    lk = slot_table.shape[1]
-    qg = (q.index_select(0, token_index.reshape(-1)).view(rows, lq, num_kv_heads, group, head_dim)
-          .permute(2, 0, 3, 1, 4).reshape(num_kv_heads, rows, group * lq, head_dim))
-    k = gather_kv(k_cache, slot_table)  # [kv_heads, rows, lk, dim]
-    v = gather_kv(v_cache, slot_table)
-    scores = (torch.matmul(qg, k.transpose(-1, -2)) * scale).view(num_kv_heads, rows, group, lq, lk)
-    scores = scores.masked_fill(~mask.view(1, rows, 1, lq, lk), float("-inf")).view(num_kv_heads, rows, group * lq, lk)
-    out = torch.matmul(scores.softmax(dim=-1), v)  # [kv_heads, rows, group * lq, dim]
-    return out.view(num_kv_heads, rows, group, lq, head_dim).permute(1, 3, 0, 2, 4).reshape(
-        rows, lq, num_heads, head_dim)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
 from engine.models.rope import RotaryEmbedding
-from kernels.paged_attention import decode_attention, extend_attention, grouped_extend_attention
+from kernels.paged_attention import decode_attention, extend_attention
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -104,14 +104,8 @@ class LlamaModel:
                 out[idx] = decode_attention(
                     q[idx], k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale
                 )
-            grouped = set()
-            for group in batch.extend_groups:
-                result = grouped_extend_attention(q, k_cache, v_cache, group.token_index, group.slot_table,
-                                                  group.mask, self.scale)
-                out[group.token_index[group.valid]] = result[group.valid]
-                grouped.update(group.rows)
             for i, e in enumerate(batch.extend_lens):
-                if e > 1 and i not in grouped:
+                if e > 1:
                     s = starts[i]
                     out[s : s + e] = extend_attention(q[s : s + e], k_cache, v_cache, batch.kv_slots[i], self.scale)
         return F.linear(out.reshape(num_tokens, self.q_size), layer.w_o, layer.b_o)
