@@ -9,6 +9,10 @@ never cuts a line's ends; a table keeps its detected box.
 A figure that is mostly text lines — the layout model takes dense small print
 for a picture — is read as text: at least `TEXT_FIGURE_MIN_LINES` lines whose
 boxes cover `TEXT_FIGURE_MIN_COVER` of it (a chart's labels cover far less).
+A text region lying mostly inside a larger text region (the layout model
+boxed a few lines of a paragraph twice) is folded into it: two boxes sharing
+lines would split the paragraph and interleave its lines in reading order.
+Titles keep their own box.
 A text region that claims no line but lies mostly under lines that went
 elsewhere is a duplicate box of text read there, and is dropped (read whole it
 would repeat that text, garbled); one with no lines under it is kept, as the
@@ -30,6 +34,7 @@ ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line 
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
 TEXT_FIGURE_MIN_LINES = 3
 TEXT_FIGURE_MIN_COVER = 0.45
+NESTED_TEXT_INSIDE = 0.8    # share of a text region's area inside a larger text region that folds it in
 DUPLICATE_TEXT_COVER = 0.5   # share of a line-less text region under other regions' lines that drops it
 
 
@@ -41,11 +46,13 @@ class AssignedRegion:
 
 def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[AssignedRegion]:
     """Every region with its lines, followed by regions made from unclaimed lines."""
+    regions = _without_nested_text(regions)
     claimed: list[list[TextLine]] = [[] for _ in regions]
     orphans: list[TextLine] = []
     for line in lines:
         covers = [_intersection(line.bbox, region.bbox) for region in regions]
-        best = max(range(len(regions)), key=lambda i: covers[i], default=None)
+        # on a tie (a title inside a text box covers its line as fully as the box does) the smaller region
+        best = max(range(len(regions)), key=lambda i: (covers[i], -_area(regions[i].bbox)), default=None)
         if best is None or covers[best] < MIN_COVER * _area(line.bbox):
             orphans.append(line)
         elif regions[best].task in (RecognitionTask.TEXT, RecognitionTask.TABLE, RecognitionTask.SKIP):
@@ -70,6 +77,22 @@ def _text_if_mostly_lines(region: Region, lines: Sequence[TextLine]) -> Region:
     if covered < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
         return region
     return replace(region, label="text")
+
+
+def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
+    def foldable(region: Region) -> bool:
+        return region.task is RecognitionTask.TEXT and region.label != "title"
+
+    kept = []
+    for i, region in enumerate(regions):
+        area = _area(region.bbox)
+        inside_larger = foldable(region) and area > 0 and any(
+            j != i and foldable(other) and _area(other.bbox) > area
+            and _intersection(region.bbox, other.bbox) >= NESTED_TEXT_INSIDE * area
+            for j, other in enumerate(regions))
+        if not inside_larger:
+            kept.append(region)
+    return kept
 
 
 def _duplicate_text(region: Region, owned: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:

@@ -129,3 +129,17 @@ def test_a_line_less_text_box_over_lines_read_elsewhere_is_dropped():
     assert paragraph in regions and faint in regions
     assert stub not in regions and strip not in regions
     assert [a.lines for a in assigned if a.region.source == "lines"] == [(lines[2],)]
+
+
+def test_a_text_box_inside_a_larger_one_is_folded_into_it():
+    """The layout model boxed three lines of a paragraph again; the lines stay one block."""
+    paragraph = Region("reference", (100, 100, 900, 400), 0.9)
+    nested = Region("reference", (100, 150, 890, 230), 0.6)
+    title = Region("title", (100, 100, 400, 130), 0.9)     # a title inside the block keeps its box and line
+    heading = TextLine((105, 103, 395, 127), 0.9)
+    lines = [TextLine((100, 140 + 25 * i, 880, 157 + 25 * i), 0.9) for i in range(10)]
+    assigned = assign_lines([nested, paragraph, title], [heading, *lines])
+    regions = [a.region for a in assigned]
+    assert nested not in regions and len(assigned) == 2
+    assert next(a for a in assigned if a.region.label == "title").lines == (heading,)
+    assert set(next(a for a in assigned if a.region.label == "reference").lines) == set(lines)
