@@ -45,12 +45,17 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
         return crop_image(image, line.bbox, margin_px)
     length, thickness = line.upright_size
     width, height = max(1, round(length) + 2 * margin_px), max(1, round(thickness) + 2 * margin_px)
-    centre_x, centre_y = (line.bbox[0] + line.bbox[2]) / 2, (line.bbox[1] + line.bbox[3]) / 2
-    # Rotating the page clockwise by the line's angle levels it; then move its centre to the crop's.
+    # Only the neighbourhood of the line is converted and warped, not the page: the levelled
+    # rectangle plus its margin lies within the box grown by margin * (cos + sin) < 2 * margin.
+    left, top, right, bottom = crop_box(line.bbox, image.width, image.height, 2 * margin_px + 2)
+    local = image.crop((left, top, right, bottom))
+    pixels = np.asarray(local if local.mode == "RGB" else local.convert("RGB"))
+    centre_x = (line.bbox[0] + line.bbox[2]) / 2 - left
+    centre_y = (line.bbox[1] + line.bbox[3]) / 2 - top
+    # Rotating clockwise by the line's angle levels it; then move its centre to the crop's.
     matrix = cv2.getRotationMatrix2D((centre_x, centre_y), -line.angle, 1.0)
     matrix[0, 2] += width / 2 - centre_x
     matrix[1, 2] += height / 2 - centre_y
-    pixels = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
     upright = cv2.warpAffine(pixels, matrix, (width, height), flags=cv2.INTER_LINEAR,
                              borderMode=cv2.BORDER_REPLICATE)
     return Image.fromarray(upright)

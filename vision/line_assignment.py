@@ -73,8 +73,7 @@ def _text_if_mostly_lines(region: Region, lines: Sequence[TextLine]) -> Region:
     """A figure region that is really a block of text lines, relabelled `text`."""
     if region.task is not RecognitionTask.SKIP or len(lines) < TEXT_FIGURE_MIN_LINES:
         return region
-    covered = sum(_intersection(line.bbox, region.bbox) for line in lines)
-    if covered < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
+    if _covered(region, lines) < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
         return region
     return replace(region, label="text")
 
@@ -98,8 +97,12 @@ def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
 def _duplicate_text(region: Region, owned: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:
     if region.task is not RecognitionTask.TEXT or owned:
         return False
-    covered = sum(_intersection(line.bbox, region.bbox) for line in lines)
-    return covered >= DUPLICATE_TEXT_COVER * _area(region.bbox) > 0
+    return _covered(region, lines) >= DUPLICATE_TEXT_COVER * _area(region.bbox) > 0
+
+
+def _covered(region: Region, lines: Sequence[TextLine]) -> float:
+    """Area of the region under the lines' boxes (overlaps between lines counted twice)."""
+    return sum(_intersection(line.bbox, region.bbox) for line in lines)
 
 
 def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
@@ -112,9 +115,10 @@ def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
             i = parent[i]
         return i
 
+    bands = [line.band for line in lines]
     for a in range(len(lines)):
         for b in range(a + 1, len(lines)):
-            if _are_neighbours(lines[a], lines[b]):
+            if _are_neighbours(lines[a].bbox, bands[a], lines[b].bbox, bands[b]):
                 parent[root(a)] = root(b)
     blocks: dict[int, list[TextLine]] = {}
     for i, line in enumerate(lines):
@@ -122,11 +126,11 @@ def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
     return list(blocks.values())
 
 
-def _are_neighbours(line_a: TextLine, line_b: TextLine) -> bool:
-    """Heights and vertical gaps are measured on the lines' own bands, so skewed lines, whose
-    boxes overlap their neighbours', are still told apart by row."""
-    a, b = line_a.bbox, line_b.bbox
-    (a_top, a_bottom), (b_top, b_bottom) = line_a.band, line_b.band
+def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence[float],
+                    b_band: tuple[float, float]) -> bool:
+    """Heights and vertical gaps are measured on the lines' own bands (`TextLine.band`), so
+    skewed lines, whose boxes overlap their neighbours', are still told apart by row."""
+    (a_top, a_bottom), (b_top, b_bottom) = a_band, b_band
     height = max(a_bottom - a_top, b_bottom - b_top)
     x_gap = max(a[0], b[0]) - min(a[2], b[2])   # negative when the x-ranges overlap
     y_gap = max(a_top, b_top) - min(a_bottom, b_bottom)

@@ -115,22 +115,20 @@ def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
 
 
 def line_rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
-    """Lines grouped into rows (vertically overlapping), top to bottom, each row left to right."""
+    """Lines grouped into rows (their bands, `TextLine.band`, overlapping), top to bottom, each row
+    left to right."""
     rows: list[list[TextLine]] = []
+    row_band: tuple[float, float] = (0.0, 0.0)   # the band of the current row's first line
     for line in sorted(lines, key=lambda ln: (_centre_y(ln.bbox), ln.bbox[0])):
-        row = rows[-1] if rows else None
-        first, this = (row[0].band if row else None), line.band
-        if first is not None and _vertical_overlap((0, first[0], 0, first[1]), (0, this[0], 0, this[1])) >= (
-                SAME_ROW_OVERLAP * min(first[1] - first[0], this[1] - this[0])):
-            row.append(line)
+        band = line.band
+        overlap = min(row_band[1], band[1]) - max(row_band[0], band[0])
+        if rows and overlap >= SAME_ROW_OVERLAP * min(row_band[1] - row_band[0], band[1] - band[0]):
+            rows[-1].append(line)
         else:
             rows.append([line])
+            row_band = band
     return [sorted(row, key=lambda ln: ln.bbox[0]) for row in rows]
 
 
 def _centre_y(box: Sequence[float]) -> float:
     return (box[1] + box[3]) / 2
-
-
-def _vertical_overlap(a: Sequence[float], b: Sequence[float]) -> float:
-    return min(a[3], b[3]) - max(a[1], b[1])

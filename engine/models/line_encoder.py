@@ -105,7 +105,7 @@ def truncated_graph(data: bytes, fuse: bool = True):
     return model
 
 
-def _fuse_hard_swish(graph) -> int:
+def _fuse_hard_swish(graph) -> None:
     import onnx
 
     constants = {node.output[0]: onnx.numpy_helper.to_array(node.attribute[0].t)
@@ -155,7 +155,6 @@ def _fuse_hard_swish(graph) -> int:
     nodes = [node for node in nodes if node.op_type != "Constant" or node.output[0] in used]
     del graph.node[:]
     graph.node.extend(nodes)
-    return len(replaced)
 
 
 def _build_session(num_threads: int):
