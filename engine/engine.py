@@ -255,7 +255,8 @@ class Engine:
             accepted.append(token)
             if j == len(draft) or token != draft[j]:
                 break
-        keep = req.num_computed + len(accepted)   # the pending token + the drafted tokens that held
+        # the pending tokens (one, or the prompt's last chunk) + the drafted tokens that held
+        keep = req.num_computed + req.num_pending + len(accepted) - 1
         extra = req.kv_slots[keep:]
         if extra.numel():
             self.pool.free(extra, req.owner_id)

@@ -66,18 +66,22 @@ class Scheduler:
         for req in list(self.running):
             if req.status is not RequestStatus.RUNNING:
                 continue  # retracted earlier in this loop
-            spec: list[int] = []
-            if req.num_pending == 1 and req.draft_ids:
-                # verify drafted tokens with this decode step; they count against the token budget
-                room = req.max_output_len - len(req.output_ids) - 1
-                spec = req.propose(min(self.config.speculative_tokens, budget, room))
-            n = 1 + len(spec) if req.num_pending == 1 else min(req.num_pending, budget)
-            if n == 0:
-                continue  # a prefill chunk waits for next step's budget
+            pending = req.num_pending
+            if pending == 1:
+                # a decode step; drafted tokens verified with it count against the token budget
+                spec = self._draft(req, budget)
+                n, cost = 1 + len(spec), len(spec)
+            else:
+                n = min(pending, budget)
+                if n == 0:
+                    continue  # a prefill chunk waits for next step's budget
+                # the chunk that ends the prompt verifies a draft of the first output tokens too
+                spec = self._draft(req, budget - n) if n == pending else []
+                n += len(spec)
+                cost = n
             if not self._grow(req, n, batch):
                 continue  # req itself was retracted
-            if req.num_pending > 1 or spec:
-                budget -= n - 1 if spec else n
+            budget -= cost
             req.spec_ids = spec
             self._append(batch, req, n, sample=True if spec else None)
         self._admit(batch, budget)
@@ -96,6 +100,9 @@ class Scheduler:
                 prefix_len, slots, node = m.prefix_len, m.slots, m.node
                 self.cache.lock(node)
             n = min(req.num_tokens - prefix_len, budget)
+            # A prompt that runs whole this step verifies a draft of its first output tokens with it.
+            spec = self._draft(req, budget - n) if n == req.num_tokens - prefix_len else []
+            n += len(spec)
             # Keep one slot per running decode free, so admitting does not force a retraction next step.
             headroom = sum(1 for r in self.running if r.num_pending == 1)
             if not self._make_room(n + headroom):
@@ -104,7 +111,7 @@ class Scheduler:
                 return
             new_slots = self.pool.alloc(n, req.owner_id)
             self.waiting.popleft()
-            req.spec_ids = []
+            req.spec_ids = spec
             req.kv_slots = torch.cat([slots, new_slots])
             req.num_computed = req.num_locked = prefix_len
             req.cache_node = node
@@ -114,8 +121,15 @@ class Scheduler:
                 if self.metrics is not None:
                     self.metrics.on_prefill_admitted(len(req.prompt_ids), prefix_len)
             self.running.append(req)
-            self._append(batch, req, n)
+            self._append(batch, req, n, sample=True if spec else None)
             budget -= n
+
+    def _draft(self, req: Request, budget: int) -> list[int]:
+        """Drafted tokens to verify after the request's pending ones this step (none without a draft)."""
+        if not req.draft_ids:
+            return []
+        room = req.max_output_len - len(req.output_ids) - 1
+        return req.propose(min(self.config.speculative_tokens, budget, room))
 
     def _append(self, batch: ScheduledBatch, req: Request, n: int, sample: bool | None = None) -> None:
         batch.requests.append(req)

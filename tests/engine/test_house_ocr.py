@@ -149,6 +149,28 @@ def test_speculative_decoding_with_the_ctc_draft_gives_the_same_tokens_in_fewer_
     assert spec.num_steps < plain.num_steps
 
 
+def test_a_right_draft_is_verified_with_the_prompt_in_one_step(crops, reference_outputs):
+    """The step that runs a prompt's last tokens verifies the draft of the output too: a line
+    whose CTC draft is right takes one forward pass, whole or after a cached prefix."""
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True, speculative_tokens=64))
+    right = 0
+    for attempt in ("first", "cached"):
+        for crop, expected in zip(crops, reference_outputs):
+            req = engine.add_request(prompt(engine), greedy(), images=[png(crop)])
+            draft_is_right = req.draft_ids == expected
+            steps = 0
+            while engine.has_work:
+                engine.step()
+                steps += 1
+            assert req.output_ids == expected, attempt
+            if draft_is_right:
+                right += 1
+                assert steps == 1 and req.num_draft_accepted == len(expected), attempt
+            if attempt == "cached":
+                assert req.num_cached_tokens > 0
+    assert right >= 4
+
+
 def test_wrong_drafts_change_nothing_and_their_kv_is_given_back(crops, reference_outputs):
     engine = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
     free_before = engine.pool.num_free
@@ -176,7 +198,10 @@ def test_only_plain_greedy_requests_get_a_draft(engine, crops):
 
 
 def test_speculative_decoding_under_retraction_matches_the_reference(crops, reference_outputs):
-    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=260, context_length=256, debug=True))
+    # Short drafts: with 32 drafted tokens (most of a line) verified with the prompt, the lines
+    # finish before the pool runs dry and nothing is retracted.
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=260, context_length=256, debug=True,
+                                 speculative_tokens=4))
     outs = engine.generate([prompt(engine)] * len(crops), greedy(), images=[[png(c)] for c in crops])
     assert [o.token_ids for o in outs] == reference_outputs
     assert engine.scheduler.num_retractions > 0 and engine.num_accepted_draft_tokens > 0
