@@ -2,7 +2,8 @@
 
 Tesseract reads a list file of images in one run and separates their texts
 with a form feed, so a page's crops cost one process start per batch instead
-of one per line. Line crops run in single-line mode (`--psm 7`), whole regions
+of one per line; a page's crops are split into at least as many batches as
+there are processes, of about equal pixel counts, so all of them work. Line crops run in single-line mode (`--psm 7`), whole regions
 (tables, formulas, regions without detected lines) as a block of text
 (`--psm 6`). Small crops are scaled up first: Tesseract reads glyphs best
 around 30-40 pixels tall, and a 10 pt line rendered at 100-150 DPI is half that.
@@ -56,7 +57,8 @@ class TesseractRecognizer:
         batches: list[tuple[str, list[int]]] = []
         for mode in (_LINE_MODE, _BLOCK_MODE):
             ids = [i for i, item in enumerate(items) if (mode == _LINE_MODE) == item.is_single_line]
-            batches += [(mode, ids[start:start + BATCH_SIZE]) for start in range(0, len(ids), BATCH_SIZE)]
+            batches += [(mode, batch) for batch in _balanced_batches(ids, [items[i].image for i in ids],
+                                                                      self.num_processes)]
         with ThreadPoolExecutor(max_workers=self.num_processes) as pool:
             for (mode, ids), texts in zip(batches, pool.map(lambda b: self._run(b[0], [items[i] for i in b[1]]),
                                                             batches)):
@@ -94,6 +96,24 @@ class TesseractRecognizer:
         if len(texts) != len(items):
             return [RecognitionOutcome(None, f"tesseract returned {len(texts)} texts for {len(items)} images")] * len(items)
         return [RecognitionOutcome(_clean(text, single_line=mode == _LINE_MODE)) for text in texts]
+
+
+def _balanced_batches(ids: list[int], images: list[Image.Image], num_processes: int) -> list[list[int]]:
+    """Split ids into batches of at most BATCH_SIZE, at least one per process when there are
+    enough items (a page's 60 lines in one batch would leave the other processes idle), with
+    about equal pixel counts (Tesseract's time follows the pixels): largest first, each to the
+    batch with the fewest pixels so far. Each batch keeps its ids in page order."""
+    if not ids:
+        return []
+    count = max(-(-len(ids) // BATCH_SIZE), min(num_processes, len(ids)))
+    loads = [0] * count
+    batches: list[list[int]] = [[] for _ in range(count)]
+    for k in sorted(range(len(ids)), key=lambda k: -images[k].width * images[k].height):
+        open_batches = [b for b in range(count) if len(batches[b]) < BATCH_SIZE]
+        b = min(open_batches, key=lambda b: loads[b])
+        batches[b].append(k)
+        loads[b] += images[k].width * images[k].height
+    return [[ids[k] for k in sorted(batch)] for batch in batches if batch]
 
 
 def _scaled_for_tesseract(image: Image.Image) -> Image.Image:

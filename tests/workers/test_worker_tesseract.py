@@ -46,3 +46,24 @@ def test_a_missing_program_or_language_is_a_configuration_error():
     with pytest.raises(RecognizerConfigError, match="no language data for xyz"):
         TesseractRecognizer(lang="xyz").check()
     TesseractRecognizer().check()
+
+
+def test_a_page_of_lines_is_split_over_every_process_by_pixels():
+    from workers.tesseract_recognizer import BATCH_SIZE, _balanced_batches
+
+    sizes = [(1200, 40)] * 10 + [(120, 40)] * 50   # ten full-width lines, fifty short ones
+    images = [Image.new("RGB", size, "white") for size in sizes]
+    ids = list(range(100, 160))
+    batches = _balanced_batches(ids, images, 2)
+    assert len(batches) == 2 and sorted(i for b in batches for i in b) == ids
+    assert all(b == sorted(b) for b in batches)     # page order within a batch
+    loads = [sum(sizes[i - 100][0] for i in b) for b in batches]
+    assert abs(loads[0] - loads[1]) <= 1200
+    assert _balanced_batches(ids[:1], images[:1], 4) == [[100]]
+    many = _balanced_batches(list(range(3 * BATCH_SIZE)), [images[0]] * (3 * BATCH_SIZE), 2)
+    assert len(many) == 3 and all(len(b) == BATCH_SIZE for b in many)
+    # and the texts still come back to their own items
+    sentences = [f"Line number {n} of the page" for n in range(7)]
+    outcomes = TesseractRecognizer(num_processes=3).recognize(
+        [RecognitionItem(_rendered_text([s]), RecognitionTask.TEXT, is_single_line=True) for s in sentences])
+    assert [o.text for o in outcomes] == sentences
