@@ -24,7 +24,9 @@ Scores: character error rate (edit distance / reference characters) and word
 error rate over whitespace-normalised text in reading order, Markdown syntax
 removed (table pipes, heading marks), pooled over pages; seconds per page
 (wall, pipeline stages and recognition together; the engine runs in its own
-process on the same cores).
+process on the same cores), and CPU seconds per page: this process, the
+Tesseract processes it waited for, and the engine process when this script
+started it (a system that leaves a core idle shows it as CPU below 2x wall).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import json
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,6 +47,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import psutil
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -291,6 +295,17 @@ def run_tesseract_page(path: Path) -> tuple[str, float]:
         return out.stdout, time.perf_counter() - started
 
 
+def _cpu_seconds(engine_process) -> float:
+    """CPU seconds so far of this process, of the children it waited for, and of the engine."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    if engine_process is not None:
+        times = engine_process.cpu_times()
+        total += times.user + times.system
+    return total
+
+
 def _draft_counts(base_url: str) -> dict[str, float]:
     """Drafted and accepted speculative tokens from the engine's /metrics."""
     import httpx
@@ -343,10 +358,11 @@ def main() -> int:
         parser.error(f"--only {args.only!r} names none of the pages")
 
     settings = Settings(data_dir=work, recognizer="house", vision_num_threads=args.threads)
-    engine = None
+    engine = engine_process = None
     if args.engine_url is None:
         engine, url = start_engine(settings, child_env(settings), 0, work / "engine.log",
                                    extra_args=("--num-threads", str(args.threads)))
+        engine_process = psutil.Process(engine.popen.pid)
         settings = settings.model_copy(update={"engine_url": url})
     else:
         settings = settings.model_copy(update={"engine_url": args.engine_url})
@@ -370,9 +386,12 @@ def main() -> int:
                        "tesseract_page": lambda p: (*run_tesseract_page(p), 0)}
             for system in systems:
                 runner = runners[system]
+                cpu_before = _cpu_seconds(engine_process)
                 text, seconds, not_ok = runner(path)
+                cpu = _cpu_seconds(engine_process) - cpu_before
                 (work / f"{page.name}-{version}.{system}.txt").write_text(text)
-                record[system] = {"errors": errors(text, page.reference), "seconds": seconds, "regions_not_ok": not_ok}
+                record[system] = {"errors": errors(text, page.reference), "seconds": seconds, "cpu_seconds": cpu,
+                                  "regions_not_ok": not_ok}
             rows.append(record)
             print(f"{page.name:<22} {version:<6} " + "  ".join(
                 f"{s}: CER {r['errors'][0] / max(1, r['errors'][1]):.3f} {r['seconds']:.1f}s"
@@ -390,16 +409,19 @@ def main() -> int:
             summary[f"{version}/{system}"] = {
                 "cer": ce / max(1, cn), "wer": we / max(1, wn),
                 "seconds_per_page": statistics.fmean(c["seconds"] for c in chosen),
+                "cpu_seconds_per_page": statistics.fmean(c["cpu_seconds"] for c in chosen),
                 "regions_not_ok": sum(c["regions_not_ok"] for c in chosen), "pages": len(chosen)}
     names = {"house": "house model (pipeline)", "tesseract_pipeline": "Tesseract (pipeline)",
              "tesseract_page": "Tesseract (whole page, 300 DPI)"}
     print(f"\n{args.pages} held-out pages per version, seed {args.seed}, {args.threads} threads, "
           f"pipeline at {settings.render_dpi:g} DPI")
-    print(f"{'set':<6} {'system':<32} {'CER':>7} {'WER':>7} {'s/page':>7}")
+    print(f"{'set':<6} {'system':<32} {'CER':>7} {'WER':>7} {'s/page':>7} {'CPU s/page':>11}")
     for key, value in summary.items():
         version, system = key.split("/")
+        cpu = f"{value['cpu_seconds_per_page']:>11.2f}" if engine_process is not None or system != "house" \
+            else f"{'(engine ext.)':>11}"
         print(f"{version:<6} {names[system]:<32} {value['cer']:>7.2%} {value['wer']:>7.2%} "
-              f"{value['seconds_per_page']:>7.2f}")
+              f"{value['seconds_per_page']:>7.2f} {cpu}")
     for version in ("clean", "scan"):
         if len(systems) < len(SYSTEMS):
             break
