@@ -273,33 +273,38 @@ def page_text(result) -> str:
     return "\n".join(region.text for region in sorted(result.regions, key=lambda r: r.reading_index) if region.text)
 
 
-def run_pipeline(pipeline, path: Path, dpi: float) -> tuple[str, float, int]:
+def run_pipeline(pipeline, path: Path, dpi: float, engine_process) -> tuple[str, float, float, int]:
+    """-> text, wall seconds, CPU seconds, regions not ok."""
     from vision.document import Document
 
-    started = time.perf_counter()
+    cpu_before, started = _cpu_seconds(engine_process), time.perf_counter()
     with Document.open_path(path) as document:
         result = pipeline.process(document, document.render_page(0, dpi), 0)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, _cpu_seconds(engine_process) - cpu_before
     not_ok = sum(region.status.value != "ok" for region in result.regions)
-    return page_text(result), elapsed, not_ok
+    return page_text(result), elapsed, cpu, not_ok
 
 
-def run_tesseract_page(path: Path) -> tuple[str, float]:
+def run_tesseract_page(path: Path) -> tuple[str, float, float, int]:
+    """-> text, wall seconds, CPU seconds of the tesseract process, 0."""
     image = rasterise(path.read_bytes(), 300)
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "page.png"
         Image.fromarray(image).save(png)
-        started = time.perf_counter()
+        cpu_before, started = _cpu_seconds(None, own=False), time.perf_counter()
         out = subprocess.run(["tesseract", str(png), "-", "--psm", "3", "-l", "eng"], capture_output=True, text=True,
                              check=True)
-        return out.stdout, time.perf_counter() - started
+        return out.stdout, time.perf_counter() - started, _cpu_seconds(None, own=False) - cpu_before, 0
 
 
-def _cpu_seconds(engine_process) -> float:
-    """CPU seconds so far of this process, of the children it waited for, and of the engine."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
+def _cpu_seconds(engine_process, own: bool = True) -> float:
+    """CPU seconds so far of the children this process waited for, of this process (`own`),
+    and of the engine process."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    total = children.ru_utime + children.ru_stime
+    if own:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        total += usage.ru_utime + usage.ru_stime
     if engine_process is not None:
         times = engine_process.cpu_times()
         total += times.user + times.system
@@ -374,21 +379,18 @@ def main() -> int:
         dpi = settings.render_dpi
         # warm-up (model loads), not counted
         if "house" in systems:
-            run_pipeline(house, files[0][2], dpi)
+            run_pipeline(house, files[0][2], dpi, engine_process)
         if "tesseract_pipeline" in systems:
-            run_pipeline(tesseract, files[0][2], dpi)
+            run_pipeline(tesseract, files[0][2], dpi, engine_process)
 
         rows = []
         for page, version, path in files:
             record = {"page": page.name, "layout": page.layout, "font": page.font, "version": version}
-            runners = {"house": lambda p: run_pipeline(house, p, dpi),
-                       "tesseract_pipeline": lambda p: run_pipeline(tesseract, p, dpi),
-                       "tesseract_page": lambda p: (*run_tesseract_page(p), 0)}
+            runners = {"house": lambda p: run_pipeline(house, p, dpi, engine_process),
+                       "tesseract_pipeline": lambda p: run_pipeline(tesseract, p, dpi, engine_process),
+                       "tesseract_page": run_tesseract_page}
             for system in systems:
-                runner = runners[system]
-                cpu_before = _cpu_seconds(engine_process)
-                text, seconds, not_ok = runner(path)
-                cpu = _cpu_seconds(engine_process) - cpu_before
+                text, seconds, cpu, not_ok = runners[system](path)
                 (work / f"{page.name}-{version}.{system}.txt").write_text(text)
                 record[system] = {"errors": errors(text, page.reference), "seconds": seconds, "cpu_seconds": cpu,
                                   "regions_not_ok": not_ok}
