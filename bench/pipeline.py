@@ -73,7 +73,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", type=Path, help="folder of PDFs (default: generate --pages pages)")
     parser.add_argument("--pages", type=int, default=9)
-    parser.add_argument("--dpi", type=float, default=150.0)
+    parser.add_argument("--dpi", type=float, default=200.0)
     parser.add_argument("--recognizer", choices=("house", "tesseract", "openai"), default="tesseract")
     parser.add_argument("--engine-url", default=None)
     parser.add_argument("--engine-model", default="smollm2-135m")

@@ -24,7 +24,7 @@ class VisionLimits:
     # Size of one page image handed to layout and recognition; PDF pages are
     # rendered at a lower DPI and large images are downscaled to fit.
     max_page_pixels: int = 16_000_000
-    render_dpi: float = 150.0
+    render_dpi: float = 200.0
     max_render_dpi: float = 600.0
     max_page_selection_len: int = 1000  # characters in a "1-5,8" page selection
 

@@ -56,7 +56,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(100 * 1024 * 1024, ge=1)
     max_pages: int = Field(1000, ge=1)
     max_page_pixels: int = Field(16_000_000, ge=1)
-    render_dpi: float = Field(150.0, gt=0, le=600)
+    # 200, not 150: at 150 DPI the line detector boxes 8-pt print badly (both recognisers lose it),
+    # and the house model is no slower at 200 (its draft is right more often): docs/BENCHMARKS.md.
+    render_dpi: float = Field(200.0, gt=0, le=600)
 
     # Recognition. `house`: the house OCR model (shipped in this repository) on our engine, reading
     # one detected line per crop; `openai`: any OpenAI-compatible VLM endpoint (GLM-OCR, Qwen2-VL),

@@ -105,9 +105,9 @@ def test_every_refusal_is_an_input_error_with_a_code():
 def test_pdf_page_renders_at_the_asked_dpi():
     with Document.open(samples.multi_page_pdf(2), filename="two.pdf") as document:
         assert document.kind is DocumentKind.PDF and document.num_pages == 2
-        page = document.render_page(1)                  # default: 150 DPI
-        assert (page.width, page.height) == (1240, 1755) and page.dpi == 150   # 842 pt = 1754.2 px, rounded up
-        assert page.image.mode == "RGB" and page.to_array().shape == (1755, 1240, 3)
+        page = document.render_page(1)                  # default: 200 DPI
+        assert (page.width, page.height) == (1653, 2339) and page.dpi == 200   # 842 pt = 2338.9 px, rounded up
+        assert page.image.mode == "RGB" and page.to_array().shape == (2339, 1653, 3)
         assert document.render_page(0, dpi=72).width == 595
         assert document.page_size_points(0) == (595, 842)
         with pytest.raises(IndexError):

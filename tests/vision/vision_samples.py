@@ -11,7 +11,7 @@ import pymupdf
 from PIL import Image
 
 PAGE_W, PAGE_H = 595, 842   # A4 in points
-TEST_DPI = 100              # lower than production's 150 to keep the tests fast on 2 cores
+TEST_DPI = 100              # lower than production's 200 to keep the tests fast on 2 cores
 PARAGRAPH = ("Document analysis systems read scanned pages and turn them into structured text. "
              "Layout detection finds paragraphs, titles, tables and figures, and a recogniser reads "
              "each region in turn. ")
