@@ -24,9 +24,10 @@ Scores: character error rate (edit distance / reference characters) and word
 error rate over whitespace-normalised text in reading order, Markdown syntax
 removed (table pipes, heading marks), pooled over pages; seconds per page
 (wall, pipeline stages and recognition together; the engine runs in its own
-process on the same cores), and CPU seconds per page: this process, the
-Tesseract processes it waited for, and the engine process when this script
-started it (a system that leaves a core idle shows it as CPU below 2x wall).
+process on the same cores), and CPU seconds per page over the same span: for
+the pipeline systems this process, the Tesseract processes it waited for and
+the engine process when this script started it; for whole-page Tesseract its
+process (a system that leaves a core idle shows CPU below 2x its wall time).
 """
 from __future__ import annotations
 

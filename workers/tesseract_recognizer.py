@@ -3,7 +3,8 @@
 Tesseract reads a list file of images in one run and separates their texts
 with a form feed, so a page's crops cost one process start per batch instead
 of one per line; a page's crops are split into at least as many batches as
-there are processes, of about equal pixel counts, so all of them work. Line crops run in single-line mode (`--psm 7`), whole regions
+there are processes, of about equal pixel counts, so all of them work. Line
+crops run in single-line mode (`--psm 7`), whole regions
 (tables, formulas, regions without detected lines) as a block of text
 (`--psm 6`). Small crops are scaled up first: Tesseract reads glyphs best
 around 30-40 pixels tall, and a 10 pt line rendered at 100-150 DPI is half that.
