@@ -26,6 +26,7 @@ PyTorch, the module that was trained).
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import cv2
@@ -53,13 +54,24 @@ class HouseOcrPreprocessor:
 
     merge_size = 1
 
-    def __init__(self, encoder_threads: int = 1):
-        self.encoder = LineEncoder(encoder_threads)
+    def __init__(self, encoder_threads: int = 1, width_scale: float = 1.0):
+        self.encoder = LineEncoder(encoder_threads, width_scale)
+        self.width_scale = width_scale
+
+    @classmethod
+    def for_checkpoint(cls, path: Path, encoder_threads: int = 1) -> HouseOcrPreprocessor:
+        """The preprocessor a checkpoint was trained with: its `house_ocr.width_scale` (1 if absent)."""
+        try:
+            settings = json.loads((path / "config.json").read_text()).get("house_ocr") or {}
+            width_scale = float(settings.get("width_scale", 1.0))
+            return cls(encoder_threads, width_scale)
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}/config.json: bad house_ocr settings: {exc}") from None
 
     def preprocess(self, image: Image.Image, label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
         """-> features [T, 120] float32 (the request's "pixel values"), grid (1, 1, image tokens)."""
         try:
-            pixels = preprocess(np.asarray(image.convert("RGB")))
+            pixels = preprocess(np.asarray(image.convert("RGB")), self.width_scale)
         except (ValueError, OSError, cv2.error) as exc:
             raise InvalidRequestError(f"{label} cannot be prepared for this model: {exc}", "images") from None
         assert pixels.shape[2] == HEIGHT
@@ -114,12 +126,11 @@ class HouseOcrModel:
         c = self.ctc
         x = F.layer_norm(features, (features.shape[-1],), c["norm.weight"], c["norm.bias"], 1e-5)
         best = F.linear(F.gelu(F.linear(x, c["fc1.weight"], c["fc1.bias"])), c["fc2.weight"], c["fc2.bias"])
-        out, previous = [], blank_id
-        for token in best.argmax(-1).tolist():
-            if token != previous and token != blank_id:
-                out.append(token)
-            previous = token
-        return out
+        tokens = best.argmax(-1)
+        # CTC collapse: keep a frame's token where it differs from the frame before and is not blank.
+        changed = torch.ones_like(tokens, dtype=torch.bool)
+        changed[1:] = tokens[1:] != tokens[:-1]
+        return tokens[changed & (tokens != blank_id)].tolist()
 
     def draft_tokens(self, multimodal) -> list[int] | None:
         """The draft the engine verifies speculatively: the CTC reading of the request's one

@@ -47,17 +47,19 @@ def frames_for_width(width: int) -> int:
     return (width + 3) // FRAME_STRIDE
 
 
-def input_width(crop_width: int, crop_height: int) -> int:
-    """Width of the network input for a crop of this size."""
-    width = int(round(HEIGHT * crop_width / max(1, crop_height)))
+def input_width(crop_width: int, crop_height: int, width_scale: float = 1.0) -> int:
+    """Width of the network input for a crop of this size: its aspect ratio at 48 pixels high,
+    times `width_scale` (a model trained on horizontally squeezed crops reads them with fewer
+    frames, so the encoder and its decoder both cost less)."""
+    width = int(round(HEIGHT * crop_width / max(1, crop_height) * width_scale))
     return int(min(MAX_WIDTH, max(MIN_WIDTH, width)))
 
 
-def preprocess(rgb: np.ndarray) -> np.ndarray:
+def preprocess(rgb: np.ndarray, width_scale: float = 1.0) -> np.ndarray:
     """RGB uint8 [h, w, 3] -> network input [1, 3, 48, W] float32."""
     assert rgb.ndim == 3 and rgb.shape[2] == 3 and rgb.dtype == np.uint8, (rgb.shape, rgb.dtype)
     height, width = rgb.shape[:2]
-    target_w = input_width(width, height)
+    target_w = input_width(width, height, width_scale)
     bgr = np.ascontiguousarray(rgb[:, :, ::-1])
     resized = cv2.resize(bgr, (target_w, HEIGHT), interpolation=cv2.INTER_AREA if height > HEIGHT
                          else cv2.INTER_LINEAR)
@@ -71,8 +73,11 @@ class LineEncoder:
     _lock = threading.Lock()
     _sessions: dict[int, object] = {}
 
-    def __init__(self, num_threads: int = 2):
+    def __init__(self, num_threads: int = 2, width_scale: float = 1.0):
+        if not 0.25 <= width_scale <= 1.0:
+            raise ValueError(f"width_scale must be in [0.25, 1], got {width_scale}")
         self.num_threads = num_threads
+        self.width_scale = width_scale
         with LineEncoder._lock:
             if num_threads not in LineEncoder._sessions:
                 LineEncoder._sessions[num_threads] = _build_session(num_threads)
@@ -80,7 +85,7 @@ class LineEncoder:
 
     def encode(self, rgb: np.ndarray) -> np.ndarray:
         """Features [frames, 120] float32 for one RGB line crop."""
-        return self.run(preprocess(rgb))
+        return self.run(preprocess(rgb, self.width_scale))
 
     def run(self, pixels: np.ndarray) -> np.ndarray:
         """Features [frames, 120] float32 for one preprocessed input [1, 3, 48, W]."""

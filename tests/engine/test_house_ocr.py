@@ -7,6 +7,7 @@ the reference's; and the shipped weights read clean printed lines."""
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 from engine.config import EngineConfig
 from engine.engine import Engine
 from engine.loader import resolve_model
-from engine.models.line_encoder import LineEncoder
+from engine.models.line_encoder import LineEncoder, preprocess
 from engine.sampling_params import SamplingParams
 from training.house_ocr import charset
 from training.house_ocr.export import load_exported
@@ -66,7 +67,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def reference_outputs(reference, crops) -> list[list[int]]:
-    encoder = LineEncoder(1)
+    encoder = LineEncoder(1, reference.config.width_scale)   # the squeeze the weights were trained at
     return [reference.greedy(torch.from_numpy(encoder.encode(np.asarray(crop))), MAX_TOKENS) for crop in crops]
 
 
@@ -114,7 +115,7 @@ def test_the_same_crop_again_hits_the_prefix_cache(engine, crops, reference_outp
 
 def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
     model = engine.runner.model
-    encoder = LineEncoder(1)
+    encoder = LineEncoder(1, reference.config.width_scale)
     for crop in crops:
         features, grid = engine.multimodal.preprocessor.preprocess(crop, "image 1")
         assert torch.equal(features, torch.from_numpy(encoder.encode(np.asarray(crop))))
@@ -127,6 +128,23 @@ def test_shipped_weights_read_clean_print(engine, crops):
     errors = sum(edit_distance(out.text, text) for out, (text, _, _) in zip(outs, LINES))
     total = sum(len(text) for text, _, _ in LINES)
     assert errors / total < 0.03, [out.text for out in outs]
+
+
+def test_the_engine_squeezes_crops_as_the_checkpoint_was_trained(engine, reference, tmp_path):
+    from engine.models.house_ocr import HouseOcrPreprocessor
+    from engine.models.line_encoder import input_width
+
+    assert engine.multimodal.preprocessor.width_scale == reference.config.width_scale
+    crop = np.full((40, 400, 3), 255, np.uint8)
+    for scale in (1.0, 0.65):
+        assert preprocess(crop, scale).shape == (1, 3, 48, round(480 * scale)) == (1, 3, 48, input_width(400, 40, scale))
+    # A checkpoint from before the squeeze (no width_scale) reads full-width crops; a bad value is refused.
+    (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"feature_dim": 120, "merge": 2}}))
+    assert HouseOcrPreprocessor.for_checkpoint(tmp_path).width_scale == 1.0
+    for bad in (0.1, "wide", 3):
+        (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"width_scale": bad}}))
+        with pytest.raises(ValueError, match="width_scale|house_ocr"):
+            HouseOcrPreprocessor.for_checkpoint(tmp_path)
 
 
 def test_frame_count_formula_matches_the_network():
@@ -237,7 +255,7 @@ def test_the_fused_encoder_graph_gives_the_original_features(crops):
     graph's up to float rounding."""
     import onnxruntime
 
-    from engine.models.line_encoder import model_path, preprocess, truncated_graph
+    from engine.models.line_encoder import model_path, truncated_graph
 
     data = model_path().read_bytes()
     fused, original = truncated_graph(data, fuse=True), truncated_graph(data, fuse=False)

@@ -57,7 +57,8 @@ def load_exported(folder: Path) -> HouseOCR:
         num_attention_heads=config["num_attention_heads"], num_key_value_heads=config["num_key_value_heads"],
         intermediate_size=config["intermediate_size"], max_position_embeddings=config["max_position_embeddings"],
         rope_theta=config["rope_theta"], rms_norm_eps=config["rms_norm_eps"], vocab_size=config["vocab_size"],
-        feature_dim=config["house_ocr"]["feature_dim"], merge=config["house_ocr"]["merge"]))
+        feature_dim=config["house_ocr"]["feature_dim"], merge=config["house_ocr"]["merge"],
+        width_scale=config["house_ocr"].get("width_scale", 1.0)))
     state = {(k if k.startswith(("projector.", "ctc_head.")) else "decoder." + k): v
              for k, v in load_file(str(folder / "model.safetensors")).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -103,6 +104,7 @@ def export(model: HouseOCR, out: Path) -> None:
         "house_ocr": {
             "feature_dim": cfg.feature_dim,
             "merge": cfg.merge,
+            "width_scale": cfg.width_scale,
             "encoder": "PP-OCRv4 text-line recogniser from rapidocr-onnxruntime 1.4.4, "
                        "features before its CTC head (transpose_51.tmp_0)",
             "encoder_sha256": ENCODER_SHA256,
