@@ -54,27 +54,29 @@ class HouseOcrPreprocessor:
 
     merge_size = 1
 
-    def __init__(self, encoder_threads: int = 1, width_scale: float = 1.0):
-        self.encoder = LineEncoder(encoder_threads, width_scale)
-        self.width_scale = width_scale
+    def __init__(self, encoder_threads: int = 1, input_height: int = HEIGHT):
+        self.encoder = LineEncoder(encoder_threads, input_height)
+        self.input_height = input_height
 
     @classmethod
     def for_checkpoint(cls, path: Path, encoder_threads: int = 1) -> HouseOcrPreprocessor:
-        """The preprocessor a checkpoint was trained with: its `house_ocr.width_scale` (1 if absent)."""
+        """The preprocessor a checkpoint was trained with: its `house_ocr.input_height` (48 if absent)."""
         try:
             settings = json.loads((path / "config.json").read_text()).get("house_ocr") or {}
-            width_scale = float(settings.get("width_scale", 1.0))
-            return cls(encoder_threads, width_scale)
+            input_height = settings.get("input_height", HEIGHT)
+            if not isinstance(input_height, int) or isinstance(input_height, bool):
+                raise ValueError(f"input_height must be a whole number of pixels, got {input_height!r}")
+            return cls(encoder_threads, input_height)
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise ValueError(f"{path}/config.json: bad house_ocr settings: {exc}") from None
 
     def preprocess(self, image: Image.Image, label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
         """-> features [T, 120] float32 (the request's "pixel values"), grid (1, 1, image tokens)."""
         try:
-            pixels = preprocess(np.asarray(image.convert("RGB")), self.width_scale)
+            pixels = preprocess(np.asarray(image.convert("RGB")), self.input_height)
         except (ValueError, OSError, cv2.error) as exc:
             raise InvalidRequestError(f"{label} cannot be prepared for this model: {exc}", "images") from None
-        assert pixels.shape[2] == HEIGHT
+        assert pixels.shape[2] == self.input_height
         features = torch.from_numpy(self.encoder.run(pixels))
         assert features.shape[0] == frames_for_width(pixels.shape[3]), (features.shape, pixels.shape)
         return features, (1, 1, image_token_count(features.shape[0]))

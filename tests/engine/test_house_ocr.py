@@ -67,7 +67,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def reference_outputs(reference, crops) -> list[list[int]]:
-    encoder = LineEncoder(1, reference.config.width_scale)   # the squeeze the weights were trained at
+    encoder = LineEncoder(1, reference.config.input_height)   # the crop height the weights were trained at
     return [reference.greedy(torch.from_numpy(encoder.encode(np.asarray(crop))), MAX_TOKENS) for crop in crops]
 
 
@@ -115,7 +115,7 @@ def test_the_same_crop_again_hits_the_prefix_cache(engine, crops, reference_outp
 
 def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
     model = engine.runner.model
-    encoder = LineEncoder(1, reference.config.width_scale)
+    encoder = LineEncoder(1, reference.config.input_height)
     for crop in crops:
         features, grid = engine.multimodal.preprocessor.preprocess(crop, "image 1")
         assert torch.equal(features, torch.from_numpy(encoder.encode(np.asarray(crop))))
@@ -130,20 +130,20 @@ def test_shipped_weights_read_clean_print(engine, crops):
     assert errors / total < 0.03, [out.text for out in outs]
 
 
-def test_the_engine_squeezes_crops_as_the_checkpoint_was_trained(engine, reference, tmp_path):
+def test_the_engine_reads_crops_at_the_height_the_checkpoint_was_trained_at(engine, reference, tmp_path):
     from engine.models.house_ocr import HouseOcrPreprocessor
-    from engine.models.line_encoder import input_width
 
-    assert engine.multimodal.preprocessor.width_scale == reference.config.width_scale
+    assert engine.multimodal.preprocessor.input_height == reference.config.input_height
     crop = np.full((40, 400, 3), 255, np.uint8)
-    for scale in (1.0, 0.65):
-        assert preprocess(crop, scale).shape == (1, 3, 48, round(480 * scale)) == (1, 3, 48, input_width(400, 40, scale))
-    # A checkpoint from before the squeeze (no width_scale) reads full-width crops; a bad value is refused.
+    for height in (48, 32):   # the width (so the frame count) follows the aspect ratio at 48 rows
+        assert preprocess(crop, height).shape == (1, 3, height, 480)
+        assert LineEncoder(1, height).encode(crop).shape == (60, 120)
+    # A checkpoint from before input_height existed reads 48 rows; a bad value is refused.
     (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"feature_dim": 120, "merge": 2}}))
-    assert HouseOcrPreprocessor.for_checkpoint(tmp_path).width_scale == 1.0
-    for bad in (0.1, "wide", 3):
-        (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"width_scale": bad}}))
-        with pytest.raises(ValueError, match="width_scale|house_ocr"):
+    assert HouseOcrPreprocessor.for_checkpoint(tmp_path).input_height == 48
+    for bad in (8, 64, "tall", 32.5, True):
+        (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"input_height": bad}}))
+        with pytest.raises(ValueError, match="input_height|house_ocr"):
             HouseOcrPreprocessor.for_checkpoint(tmp_path)
 
 

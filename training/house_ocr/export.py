@@ -58,7 +58,7 @@ def load_exported(folder: Path) -> HouseOCR:
         intermediate_size=config["intermediate_size"], max_position_embeddings=config["max_position_embeddings"],
         rope_theta=config["rope_theta"], rms_norm_eps=config["rms_norm_eps"], vocab_size=config["vocab_size"],
         feature_dim=config["house_ocr"]["feature_dim"], merge=config["house_ocr"]["merge"],
-        width_scale=config["house_ocr"].get("width_scale", 1.0)))
+        input_height=config["house_ocr"].get("input_height", 48)))
     state = {(k if k.startswith(("projector.", "ctc_head.")) else "decoder." + k): v
              for k, v in load_file(str(folder / "model.safetensors")).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -104,7 +104,7 @@ def export(model: HouseOCR, out: Path) -> None:
         "house_ocr": {
             "feature_dim": cfg.feature_dim,
             "merge": cfg.merge,
-            "width_scale": cfg.width_scale,
+            "input_height": cfg.input_height,
             "encoder": "PP-OCRv4 text-line recogniser from rapidocr-onnxruntime 1.4.4, "
                        "features before its CTC head (transpose_51.tmp_0)",
             "encoder_sha256": ENCODER_SHA256,
