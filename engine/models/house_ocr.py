@@ -26,7 +26,6 @@ PyTorch, the module that was trained).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import cv2
@@ -54,29 +53,16 @@ class HouseOcrPreprocessor:
 
     merge_size = 1
 
-    def __init__(self, encoder_threads: int = 1, input_height: int = HEIGHT):
-        self.encoder = LineEncoder(encoder_threads, input_height)
-        self.input_height = input_height
-
-    @classmethod
-    def for_checkpoint(cls, path: Path, encoder_threads: int = 1) -> HouseOcrPreprocessor:
-        """The preprocessor a checkpoint was trained with: its `house_ocr.input_height` (48 if absent)."""
-        try:
-            settings = json.loads((path / "config.json").read_text()).get("house_ocr") or {}
-            input_height = settings.get("input_height", HEIGHT)
-            if not isinstance(input_height, int) or isinstance(input_height, bool):
-                raise ValueError(f"input_height must be a whole number of pixels, got {input_height!r}")
-            return cls(encoder_threads, input_height)
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{path}/config.json: bad house_ocr settings: {exc}") from None
+    def __init__(self, encoder_threads: int = 1):
+        self.encoder = LineEncoder(encoder_threads)
 
     def preprocess(self, image: Image.Image, label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
         """-> features [T, 120] float32 (the request's "pixel values"), grid (1, 1, image tokens)."""
         try:
-            pixels = preprocess(np.asarray(image.convert("RGB")), self.input_height)
+            pixels = preprocess(np.asarray(image.convert("RGB")))
         except (ValueError, OSError, cv2.error) as exc:
             raise InvalidRequestError(f"{label} cannot be prepared for this model: {exc}", "images") from None
-        assert pixels.shape[2] == self.input_height
+        assert pixels.shape[2] == HEIGHT
         features = torch.from_numpy(self.encoder.run(pixels))
         assert features.shape[0] == frames_for_width(pixels.shape[3]), (features.shape, pixels.shape)
         return features, (1, 1, image_token_count(features.shape[0]))

@@ -20,7 +20,6 @@ import cv2
 import numpy as np
 
 HEIGHT = 48                 # the recogniser's training height; widths are set by the aspect ratio at it
-MIN_INPUT_HEIGHT = 16       # its strided convolutions need at least this many rows
 MAX_WIDTH = 3200            # wider crops are squeezed to this width (400 frames)
 MIN_WIDTH = 16
 FEATURE_DIM = 120
@@ -50,16 +49,16 @@ def frames_for_width(width: int) -> int:
 
 def input_width(crop_width: int, crop_height: int) -> int:
     """Width of the network input for a crop of this size: its aspect ratio at 48 pixels high
-    (also when the crop is read at a lower `input_height`: the width sets the frame count)."""
+    (also when `preprocess` is given fewer rows: the width sets the frame count)."""
     width = int(round(HEIGHT * crop_width / max(1, crop_height)))
     return int(min(MAX_WIDTH, max(MIN_WIDTH, width)))
 
 
 def preprocess(rgb: np.ndarray, input_height: int = HEIGHT) -> np.ndarray:
     """RGB uint8 [h, w, 3] -> network input [1, 3, input_height, W] float32. The recogniser was
-    trained at 48 pixels high; it runs at any height (its features pool the rows), and a model
-    trained on crops squeezed vertically to fewer rows costs proportionally less to encode with
-    the same number of frames (docs/BENCHMARKS.md)."""
+    trained at 48 pixels high and the house model reads it there; it also runs on fewer rows (its
+    features pool them; same frames, proportionally cheaper), which bench/line_encoder.py measures
+    and docs/BENCHMARKS.md explains why the model does not use."""
     assert rgb.ndim == 3 and rgb.shape[2] == 3 and rgb.dtype == np.uint8, (rgb.shape, rgb.dtype)
     height, width = rgb.shape[:2]
     target_w = input_width(width, height)
@@ -76,11 +75,8 @@ class LineEncoder:
     _lock = threading.Lock()
     _sessions: dict[int, object] = {}
 
-    def __init__(self, num_threads: int = 2, input_height: int = HEIGHT):
-        if not MIN_INPUT_HEIGHT <= input_height <= HEIGHT:
-            raise ValueError(f"input_height must be {MIN_INPUT_HEIGHT}..{HEIGHT} pixels, got {input_height}")
+    def __init__(self, num_threads: int = 2):
         self.num_threads = num_threads
-        self.input_height = input_height
         with LineEncoder._lock:
             if num_threads not in LineEncoder._sessions:
                 LineEncoder._sessions[num_threads] = _build_session(num_threads)
@@ -88,11 +84,11 @@ class LineEncoder:
 
     def encode(self, rgb: np.ndarray) -> np.ndarray:
         """Features [frames, 120] float32 for one RGB line crop."""
-        return self.run(preprocess(rgb, self.input_height))
+        return self.run(preprocess(rgb))
 
     def run(self, pixels: np.ndarray) -> np.ndarray:
-        """Features [frames, 120] float32 for one preprocessed input [1, 3, input_height, W]."""
-        assert pixels.ndim == 4 and pixels.shape[0] == 1 and pixels.shape[2] == self.input_height, pixels.shape
+        """Features [frames, 120] float32 for one preprocessed input [1, 3, 48, W]."""
+        assert pixels.ndim == 4 and pixels.shape[0] == 1 and pixels.shape[2] == HEIGHT, pixels.shape
         features = self._session.run([_FEATURE_OUTPUT], {"x": np.ascontiguousarray(pixels, dtype=np.float32)})[0]
         return np.ascontiguousarray(features[0], dtype=np.float32)
 

@@ -65,7 +65,7 @@ class MultimodalPromptBuilder:
         if model_config.architecture == "HouseOcrForConditionalGeneration":  # line crops, its own encoder input
             from engine.models.house_ocr import HouseOcrPreprocessor
 
-            self.preprocessor = HouseOcrPreprocessor.for_checkpoint(path)
+            self.preprocessor = HouseOcrPreprocessor()
         else:
             self.preprocessor = ImagePreprocessor(path, model_config.architecture)
         self.merge_size = self.preprocessor.merge_size

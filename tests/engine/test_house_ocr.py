@@ -7,7 +7,6 @@ the reference's; and the shipped weights read clean printed lines."""
 from __future__ import annotations
 
 import io
-import json
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 from engine.config import EngineConfig
 from engine.engine import Engine
 from engine.loader import resolve_model
-from engine.models.line_encoder import LineEncoder, preprocess
+from engine.models.line_encoder import LineEncoder
 from engine.sampling_params import SamplingParams
 from training.house_ocr import charset
 from training.house_ocr.export import load_exported
@@ -67,7 +66,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def reference_outputs(reference, crops) -> list[list[int]]:
-    encoder = LineEncoder(1, reference.config.input_height)   # the crop height the weights were trained at
+    encoder = LineEncoder(1)
     return [reference.greedy(torch.from_numpy(encoder.encode(np.asarray(crop))), MAX_TOKENS) for crop in crops]
 
 
@@ -115,7 +114,7 @@ def test_the_same_crop_again_hits_the_prefix_cache(engine, crops, reference_outp
 
 def test_ctc_draft_equals_the_reference_head(engine, reference, crops):
     model = engine.runner.model
-    encoder = LineEncoder(1, reference.config.input_height)
+    encoder = LineEncoder(1)
     for crop in crops:
         features, grid = engine.multimodal.preprocessor.preprocess(crop, "image 1")
         assert torch.equal(features, torch.from_numpy(encoder.encode(np.asarray(crop))))
@@ -128,23 +127,6 @@ def test_shipped_weights_read_clean_print(engine, crops):
     errors = sum(edit_distance(out.text, text) for out, (text, _, _) in zip(outs, LINES))
     total = sum(len(text) for text, _, _ in LINES)
     assert errors / total < 0.03, [out.text for out in outs]
-
-
-def test_the_engine_reads_crops_at_the_height_the_checkpoint_was_trained_at(engine, reference, tmp_path):
-    from engine.models.house_ocr import HouseOcrPreprocessor
-
-    assert engine.multimodal.preprocessor.input_height == reference.config.input_height
-    crop = np.full((40, 400, 3), 255, np.uint8)
-    for height in (48, 32):   # the width (so the frame count) follows the aspect ratio at 48 rows
-        assert preprocess(crop, height).shape == (1, 3, height, 480)
-        assert LineEncoder(1, height).encode(crop).shape == (60, 120)
-    # A checkpoint from before input_height existed reads 48 rows; a bad value is refused.
-    (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"feature_dim": 120, "merge": 2}}))
-    assert HouseOcrPreprocessor.for_checkpoint(tmp_path).input_height == 48
-    for bad in (8, 64, "tall", 32.5, True):
-        (tmp_path / "config.json").write_text(json.dumps({"house_ocr": {"input_height": bad}}))
-        with pytest.raises(ValueError, match="input_height|house_ocr"):
-            HouseOcrPreprocessor.for_checkpoint(tmp_path)
 
 
 def test_frame_count_formula_matches_the_network():
@@ -255,7 +237,7 @@ def test_the_fused_encoder_graph_gives_the_original_features(crops):
     graph's up to float rounding."""
     import onnxruntime
 
-    from engine.models.line_encoder import model_path, truncated_graph
+    from engine.models.line_encoder import model_path, preprocess, truncated_graph
 
     data = model_path().read_bytes()
     fused, original = truncated_graph(data, fuse=True), truncated_graph(data, fuse=False)

@@ -57,8 +57,7 @@ def load_exported(folder: Path) -> HouseOCR:
         num_attention_heads=config["num_attention_heads"], num_key_value_heads=config["num_key_value_heads"],
         intermediate_size=config["intermediate_size"], max_position_embeddings=config["max_position_embeddings"],
         rope_theta=config["rope_theta"], rms_norm_eps=config["rms_norm_eps"], vocab_size=config["vocab_size"],
-        feature_dim=config["house_ocr"]["feature_dim"], merge=config["house_ocr"]["merge"],
-        input_height=config["house_ocr"].get("input_height", 48)))
+        feature_dim=config["house_ocr"]["feature_dim"], merge=config["house_ocr"]["merge"]))
     state = {(k if k.startswith(("projector.", "ctc_head.")) else "decoder." + k): v
              for k, v in load_file(str(folder / "model.safetensors")).items()}
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -104,7 +103,6 @@ def export(model: HouseOCR, out: Path) -> None:
         "house_ocr": {
             "feature_dim": cfg.feature_dim,
             "merge": cfg.merge,
-            "input_height": cfg.input_height,
             "encoder": "PP-OCRv4 text-line recogniser from rapidocr-onnxruntime 1.4.4, "
                        "features before its CTC head (transpose_51.tmp_0)",
             "encoder_sha256": ENCODER_SHA256,

@@ -3,7 +3,7 @@
     python -m training.house_ocr.make_data --out data/house-ocr --samples 120000 --seed 0
 
 Each shard `shard-NNNNN.npz` holds `features` (float16 [total_frames, 120]),
-`offsets` (int64 [n + 1]), `texts` and the encoder's `input_height`. Shards are written atomically, so
+`offsets` (int64 [n + 1]) and `texts`. Shards are written atomically, so
 training can start on the first ones while later ones are being made. Shard k
 is generated from seed (seed, k) alone: any shard can be regenerated exactly.
 `--held-out` makes the validation set from the held-out fonts and corpus.
@@ -52,14 +52,12 @@ def main() -> None:
     parser.add_argument("--shard-size", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--input-height", type=int, default=48, help="rows the encoder reads each crop at "
-                        "(the model's `input_height`; recorded in every shard)")
     parser.add_argument("--held-out", action="store_true", help="validation data: held-out fonts and corpus")
     parser.add_argument("--long", action="store_true", help="full-width lines of 70-150 characters "
                         "(shards named shard-long-*)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    encoder = LineEncoder(args.threads, args.input_height)
+    encoder = LineEncoder(args.threads)
     shards = -(-args.samples // args.shard_size)
     prefix = "val" if args.held_out else ("shard-long" if args.long else "shard")
     started = time.time()
@@ -70,7 +68,7 @@ def main() -> None:
         size = min(args.shard_size, args.samples - index * args.shard_size)
         shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long)
         tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, **shard, input_height=np.int64(args.input_height))
+        np.savez(tmp, **shard)
         os.replace(tmp, path)
         print(f"{path.name}: {size} samples, {shard['offsets'][-1]} frames, {time.time() - started:.0f} s",
               flush=True)

@@ -41,7 +41,6 @@ class HouseOCRConfig:
     vocab_size: int = len(charset.VOCAB)
     feature_dim: int = FEATURE_DIM
     merge: int = MERGE
-    input_height: int = 48     # rows the encoder reads each crop at (line_encoder.preprocess)
 
     def llama_config(self):
         from transformers import LlamaConfig

@@ -32,18 +32,10 @@ class Shards:
         self.folder, self.prefix = folder, prefix
         self.loaded: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-        self.input_height: int | None = None
-
     def refresh(self) -> None:
         for path in sorted(self.folder.glob(f"{self.prefix}-*.npz")):
             if path.name not in self.loaded and not path.name.endswith(".tmp.npz"):
                 with np.load(path) as data:
-                    # Shards from before input_height existed have none: they were encoded at 48 rows.
-                    height = int(data["input_height"]) if "input_height" in data else 48
-                    if self.input_height is not None and height != self.input_height:
-                        raise ValueError(f"{path} was encoded at input_height {height}, the other shards at "
-                                         f"{self.input_height}: one model reads one kind of feature")
-                    self.input_height = height
                     self.loaded[path.name] = (data["features"], data["offsets"], data["texts"])
 
     def samples(self) -> list[tuple[str, int]]:
@@ -128,7 +120,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--init", type=Path, help="start from the weights of an exported model folder (for "
-                        "example models/house-ocr), e.g. to fine-tune it on features at another input_height")
+                        "example models/house-ocr: a fresh checkout has no training checkpoint) to fine-tune it")
     parser.add_argument("--pool-size", type=int, default=16384, help="samples drawn per pool (new shards join "
                         "at the next pool)")
     parser.add_argument("--long-weight", type=float, default=3.0, help="sampling weight of shard-long-* samples")
@@ -137,21 +129,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     rng = random.Random(args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    train, val = Shards(args.data, "shard"), Shards(args.data, "val")
-    val.refresh()
-    train.refresh()
-    input_height = train.input_height or val.input_height or 48
-    if val.input_height not in (None, input_height):
-        raise ValueError(f"validation shards are at input_height {val.input_height}, training at {input_height}")
     if args.init is not None:
         from training.house_ocr.export import load_exported
 
         model = load_exported(args.init).train()
-        model.config.input_height = input_height
         config = model.config
     else:
         config = HouseOCRConfig(hidden_size=args.hidden, num_hidden_layers=args.layers,
-                                intermediate_size=int(args.hidden * 2.75 // 32 * 32), input_height=input_height)
+                                intermediate_size=int(args.hidden * 2.75 // 32 * 32))
         model = HouseOCR(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     step = 0
@@ -169,6 +154,8 @@ def main() -> None:
         progress = min(1.0, (s - args.warmup) / max(1, args.steps - args.warmup))
         return args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
+    train, val = Shards(args.data, "shard"), Shards(args.data, "val")
+    val.refresh()
     queue: list[list[tuple[str, int]]] = []
     started, window = time.time(), []
     model.train()
