@@ -120,7 +120,8 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--init", type=Path, help="start from the weights of an exported model folder (for "
-                        "example models/house-ocr: a fresh checkout has no training checkpoint) to fine-tune it")
+                        "example models/house-ocr: a fresh checkout has no training checkpoint) to fine-tune it; "
+                        "its config sets the model's size, not --layers/--hidden")
     parser.add_argument("--pool-size", type=int, default=16384, help="samples drawn per pool (new shards join "
                         "at the next pool)")
     parser.add_argument("--long-weight", type=float, default=3.0, help="sampling weight of shard-long-* samples")
@@ -132,7 +133,10 @@ def main() -> None:
     if args.init is not None:
         from training.house_ocr.export import load_exported
 
-        model = load_exported(args.init).train()
+        try:
+            model = load_exported(args.init).train()
+        except (OSError, KeyError, TypeError, ValueError, AssertionError) as exc:
+            parser.error(f"--init {args.init}: not an exported house OCR model folder ({type(exc).__name__}: {exc})")
         config = model.config
     else:
         config = HouseOCRConfig(hidden_size=args.hidden, num_hidden_layers=args.layers,
