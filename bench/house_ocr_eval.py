@@ -320,9 +320,11 @@ def _draft_counts(base_url: str) -> dict[str, float]:
         text = httpx.get(base_url.removesuffix("/v1") + "/metrics", timeout=10).text
     except httpx.HTTPError:
         return {}
-    found = dict(re.findall(r"^(ocrserve_spec_\w+_total) ([0-9.e+]+)$", text, re.M))
+    found = dict(re.findall(r"^(ocrserve_spec_\w+_total(?:\{[^}]*\})?) ([0-9.e+]+)$", text, re.M))
     return {"drafted": float(found.get("ocrserve_spec_draft_tokens_total", 0)),
-            "accepted": float(found.get("ocrserve_spec_accepted_tokens_total", 0))}
+            "accepted": float(found.get("ocrserve_spec_accepted_tokens_total", 0)),
+            "rescored_kept_decoder": float(found.get('ocrserve_spec_rescored_lines_total{kept="decoder"}', 0)),
+            "rescored_kept_draft": float(found.get('ocrserve_spec_rescored_lines_total{kept="draft"}', 0))}
 
 
 def main() -> int:
@@ -436,7 +438,9 @@ def main() -> int:
               f"{h['seconds_per_page'] / p['seconds_per_page']:.2f}")
     if spec:
         print(f"speculative decoding (house): {spec['accepted']:.0f} of {spec['drafted']:.0f} drafted tokens "
-              f"accepted ({spec['accepted'] / max(spec['drafted'], 1):.1%})")
+              f"accepted ({spec['accepted'] / max(spec['drafted'], 1):.1%}); lines rescored against the draft: "
+              f"{spec['rescored_kept_draft'] + spec['rescored_kept_decoder']:.0f}, the draft kept for "
+              f"{spec['rescored_kept_draft']:.0f}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"summary": summary, "pages": rows, "seed": args.seed, "speculative": spec,

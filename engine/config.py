@@ -29,6 +29,10 @@ class EngineConfig:
     # Speculative decoding for models with a built-in draft (house-ocr's CTC head): up to this many
     # drafted tokens verified per step for greedy requests; 0 turns it off.
     speculative_tokens: int = 32
+    # Models whose config sets a CTC weight (house-ocr): a finished greedy line keeps the CTC
+    # head's reading where it scores higher under both heads (engine/models/house_ocr.py).
+    # False: plain greedy tokens.
+    ctc_rescoring: bool = True
 
     def __post_init__(self) -> None:
         if self.kv_tokens is not None and self.kv_memory_bytes is not None:

@@ -89,6 +89,8 @@ class Engine:
         self.num_steps = 0
         self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
         self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
+        self.num_rescored = 0                # finished lines whose output differed from the draft ...
+        self.num_draft_chosen = 0            # ... and how many kept the draft instead
 
     @property
     def supports_images(self) -> bool:
@@ -128,7 +130,11 @@ class Engine:
         elif images:
             raise InvalidRequestError(f"model {self.config.model!r} does not accept images", param="images")
         draft_ids = None
-        if (multimodal is not None and self.config.speculative_tokens > 0 and params.allows_draft
+        # Rescoring needs the draft too, with or without speculative decoding; a request with stop
+        # conditions of its own keeps plain greedy output (its text may end before the draft's).
+        rescore = (self.config.ctc_rescoring and getattr(self.runner.model, "ctc_weight", 0.0) > 0.0
+                   and not (params.stop or params.stop_regex or params.stop_token_ids or params.ignore_eos))
+        if (multimodal is not None and (self.config.speculative_tokens > 0 or rescore) and params.allows_draft
                 and hasattr(self.runner.model, "draft_tokens")):
             draft_ids = self.runner.model.draft_tokens(multimodal)
         grammar_state = None
@@ -152,6 +158,7 @@ class Engine:
             multimodal=multimodal,
             grammar_state=grammar_state,
             draft_ids=draft_ids,
+            rescore=rescore and draft_ids is not None,
         )
 
     def grammar_backend(self):
@@ -229,19 +236,63 @@ class Engine:
                 from engine.grammar import apply_grammar
 
                 apply_grammar(rows, grammar_states)
+            rescored = [i for i, r in enumerate(sampled) if r.rescore]   # raw rows: greedy, no penalties
+            log_probs = rows[rescored].float().log_softmax(-1) if rescored else None
             token_ids, logprobs = self.sampler.sample(rows, [r.sampler_state for r in sampled])
+            for k, i in enumerate(rescored):
+                sampled[i].output_log_probs.append(float(log_probs[k, token_ids[i]]))
             for req, token_id, lp in zip(sampled, token_ids, logprobs):
                 self._append_token(req, token_id, lp, now)
-                outputs.append(req.take_output())
-                if req.finished:
-                    del self.requests[req.request_id]
+                self._emit(req, outputs)
         for req, first in verifying:
             self._verify_draft(req, logits[first:first + 1 + len(req.spec_ids)], now)
-            outputs.append(req.take_output())
-            if req.finished:
-                del self.requests[req.request_id]
+            self._emit(req, outputs)
         self._report_state()
         return outputs
+
+    def _emit(self, req: Request, outputs: list[RequestOutput]) -> None:
+        if req.finished:
+            del self.requests[req.request_id]
+        elif req.rescore:
+            return   # held: the model may still replace this output when it finishes
+        outputs.append(req.take_output())
+
+    def _rescored_output(self, req: Request) -> list[int] | None:
+        """A finished line whose greedy output differs from the model's draft: the draft where the
+        model scores it higher, else None. Runs before the request leaves the scheduler, while
+        its K/V (the prompt and the output the two share) is still its own."""
+        draft, output = req.draft_ids, req.output_ids
+        eos_positions = [i for i, t in enumerate(draft) if t in self.eos_token_ids]
+        if output == draft or eos_positions != [len(draft) - 1] or len(draft) > req.max_output_len:
+            return None
+        common = 0
+        while output[common] == draft[common]:
+            common += 1
+        slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
+        past = [self.pool.gather(layer, slots) for layer in range(self.model_config.num_layers)]
+        features = req.multimodal.images[0].pixel_values
+        mine, theirs = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft, past)
+        self.num_rescored += 1
+        kept_draft = theirs > mine
+        if self.metrics is not None:
+            self.metrics.on_rescored(kept_draft)
+        if not kept_draft:
+            return None
+        self.num_draft_chosen += 1
+        return list(draft)
+
+    def _replace_output(self, req: Request, chosen: list[int]) -> None:
+        """Hand back `chosen` instead of what was decoded (nothing was handed back yet)."""
+        checker = StopChecker(req.params, self.eos_token_ids, self.detok_tokenizer, req.prompt_ids)
+        text = ""
+        for i, token in enumerate(chosen):
+            result = checker.append(token, i + 1)
+            text += result.delta_text
+            if result.finish_reason is not None:
+                break
+        req.output_ids = chosen
+        req.stop_checker = checker
+        req.pending_text, req.pending_token_ids = text, list(chosen)
 
     def _verify_draft(self, req: Request, logits: torch.Tensor, now: float) -> None:
         """Greedy verification: the model's own choice at each position, kept while it agrees
@@ -269,7 +320,12 @@ class Engine:
         if self.metrics is not None:
             self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
         req.spec_ids = []
-        for token in accepted:
+        if req.rescore:
+            rows = logits[:len(accepted)].float().log_softmax(-1)
+            log_probs = rows.gather(1, torch.tensor(accepted)[:, None]).squeeze(1).tolist()
+        for j, token in enumerate(accepted):
+            if req.rescore:
+                req.output_log_probs.append(log_probs[j])
             self._append_token(req, token, None, now)
             if req.finished:
                 break
@@ -304,7 +360,12 @@ class Engine:
             req.pending_text += req.stop_checker.flush()
         if reason is not None:
             req.finish_reason = reason
+            # the model may keep its draft instead (house-ocr); decided while the K/V is the request's,
+            # replaced once the cache has taken the K/V of the tokens actually computed
+            chosen = self._rescored_output(req) if req.rescore and reason == "stop" else None
             self.scheduler.remove(req)
+            if chosen is not None:
+                self._replace_output(req, chosen)
             if self.metrics is not None:
                 self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason)
 

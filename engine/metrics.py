@@ -95,6 +95,11 @@ class EngineMetrics:
                                     "Drafted tokens verified by speculative decoding.", registry=r)
         self.accepted_draft_tokens = Counter("ocrserve_spec_accepted_tokens",
                                              "Drafted tokens the model agreed with (kept).", registry=r)
+        self.rescored_lines = Counter("ocrserve_spec_rescored_lines",
+                                      "Finished greedy lines rescored against their draft (house-ocr), by the "
+                                      "output kept.", ["kept"], registry=r)
+        for kept in ("decoder", "draft"):
+            self.rescored_lines.labels(kept=kept)
 
     # ---- hooks called by the engine loop ----
 
@@ -129,6 +134,9 @@ class EngineMetrics:
     def on_draft_verified(self, num_drafted: int, num_accepted: int) -> None:
         self.draft_tokens.inc(num_drafted)
         self.accepted_draft_tokens.inc(num_accepted)
+
+    def on_rescored(self, kept_draft: bool) -> None:
+        self.rescored_lines.labels(kept="draft" if kept_draft else "decoder").inc()
 
     def set_state(self, num_running: int, num_waiting: int, kv_used_tokens: int, kv_total_tokens: int,
                   num_cached_tokens: int) -> None:

@@ -20,12 +20,20 @@ ordinary RoPE reads. The prefix cache keys image tokens by the crop's content
 hash like every VLM here, and `<|text|>` after the image is the shared task
 prefix. The CTC draft head (`ctc_head.*`) is loaded and exposed as `ctc_draft`.
 
+Decoding: where the decoder's greedy reading of a line differs from the CTC
+head's, the engine keeps whichever scores higher under both heads,
+w log P_ctc + (1 - w) log P_dec (`rescore`; w is `house_ocr.ctc_weight` in
+config.json, the reference rule is `HouseOCR.decode` in training/house_ocr/
+model.py). Only plain greedy requests with a draft and no stop conditions of
+their own are rescored, and their text is handed back when the line is done.
+
 The reference this is tested against is training/house_ocr/model.py (plain
 PyTorch, the module that was trained).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import cv2
@@ -88,6 +96,11 @@ class HouseOcrModel:
         self.ctc = {n: take(f"ctc_head.{n}") for n in
                     ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
         self.language = LlamaModel(config, state, dtype, max_positions, device)
+        extra = json.loads((path / "config.json").read_text()).get("house_ocr", {})
+        self.ctc_weight = float(extra.get("ctc_weight", 0.0))   # 0: plain greedy, no rescoring
+        if not 0.0 <= self.ctc_weight < 1.0:
+            raise ValueError(f"house_ocr.ctc_weight in {path / 'config.json'} must be in [0, 1), "
+                             f"got {self.ctc_weight}")
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.language.embed[input_ids]
@@ -107,14 +120,16 @@ class HouseOcrModel:
         assert x.shape[0] == grid_thw[2], (x.shape, grid_thw)
         return x
 
-    @torch.inference_mode()
-    def ctc_draft(self, features: torch.Tensor, blank_id: int = 0) -> list[int]:
-        """Greedy CTC reading of a crop's features: token ids of the whole line, proposed at once."""
+    def _ctc_logits(self, features: torch.Tensor) -> torch.Tensor:
         features = features.to(device=self.device, dtype=self.dtype)
         c = self.ctc
         x = F.layer_norm(features, (features.shape[-1],), c["norm.weight"], c["norm.bias"], 1e-5)
-        best = F.linear(F.gelu(F.linear(x, c["fc1.weight"], c["fc1.bias"])), c["fc2.weight"], c["fc2.bias"])
-        tokens = best.argmax(-1)
+        return F.linear(F.gelu(F.linear(x, c["fc1.weight"], c["fc1.bias"])), c["fc2.weight"], c["fc2.bias"])
+
+    @torch.inference_mode()
+    def ctc_draft(self, features: torch.Tensor, blank_id: int = 0) -> list[int]:
+        """Greedy CTC reading of a crop's features: token ids of the whole line, proposed at once."""
+        tokens = self._ctc_logits(features).argmax(-1)
         # CTC collapse: keep a frame's token where it differs from the frame before and is not blank.
         changed = torch.ones_like(tokens, dtype=torch.bool)
         changed[1:] = tokens[1:] != tokens[:-1]
@@ -127,6 +142,41 @@ class HouseOcrModel:
             return None
         eos = list(self.config.eos_token_ids[:1])
         return self.ctc_draft(multimodal.images[0].pixel_values) + eos
+
+    @torch.inference_mode()
+    def rescore(self, prompt_ids: list[int], features: torch.Tensor, output_ids: list[int],
+                output_log_probs: list[float], draft_ids: list[int], past: list[tuple[torch.Tensor, torch.Tensor]],
+                blank_id: int = 0) -> tuple[float, float]:
+        """Scores of a finished greedy line's output and of its draft (both ending in EOS), up to a
+        term they share: w log P_ctc(y) + (1 - w) log P_dec(y[j:] | prompt, y[:j]), where j is the
+        length of their common start. The output's decoder term is the sum of its tokens' log-probs
+        as they were decoded (`output_log_probs`); the draft's continuation is run once over `past`,
+        the K/V of the prompt and y[:j] but its last token (the finished request's pool rows), so
+        a line that parts from its draft late costs little."""
+        j = 0
+        while j < min(len(output_ids), len(draft_ids)) and output_ids[j] == draft_ids[j]:
+            j += 1
+        before = len(prompt_ids) + j - 1
+        assert len(output_log_probs) == len(output_ids), (len(output_log_probs), len(output_ids))
+        assert past and past[0][0].shape[0] == before, (past[0][0].shape if past else None, before)
+        last = output_ids[j - 1] if j else prompt_ids[-1]   # <|text|> or a text token: never an image token
+        inputs = torch.tensor([last] + draft_ids[j:-1], device=self.device)
+        log_probs = self.language.dense_logits(self.embed_tokens(inputs), past).log_softmax(-1)
+        draft_decoder = float(log_probs.gather(1, torch.tensor(draft_ids[j:], device=self.device)[:, None]).sum())
+        output_decoder = sum(output_log_probs[j:])
+        ctc = self._ctc_logits(features).float().log_softmax(-1)
+        w = self.ctc_weight
+        return (w * self._ctc_log_prob(ctc, output_ids, blank_id) + (1.0 - w) * output_decoder,
+                w * self._ctc_log_prob(ctc, draft_ids, blank_id) + (1.0 - w) * draft_decoder)
+
+    def _ctc_log_prob(self, log_probs: torch.Tensor, y: list[int], blank_id: int) -> float:
+        """log P_ctc(y | frames) of a reading (its EOS left out); -inf where the frames cannot spell it."""
+        eos = set(self.config.eos_token_ids)
+        labels = [t for t in y if t not in eos]
+        if not labels:
+            return float(log_probs[:, blank_id].sum())
+        return -float(F.ctc_loss(log_probs[:, None], torch.tensor([labels]), torch.tensor([log_probs.shape[0]]),
+                                 torch.tensor([len(labels)]), blank=blank_id, reduction="sum"))
 
     def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
         positions = batch.positions

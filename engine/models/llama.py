@@ -75,6 +75,38 @@ class LlamaModel:
         h = rms_norm(h[batch.logits_indices], self.norm, c.rms_norm_eps)
         return self.logits(h)
 
+    @torch.inference_mode()
+    def dense_logits(self, h: torch.Tensor,
+                     past: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+        """Logits [L, vocab] at every position of one sequence's new input embeddings [L, hidden],
+        after `past` (per layer, K and V [P, kv_heads, head_dim] of positions 0..P-1, as the KV pool
+        holds them: K rotated), with plain causal attention and nothing written anywhere: for
+        scoring a few short continuations outside the batch (the house model's rescoring)."""
+        c = self.config
+        length = h.shape[0]
+        before = 0 if past is None else past[0][0].shape[0]
+        positions = torch.arange(before, before + length, device=h.device)
+        # new token i sees every past position and new positions up to i
+        mask = torch.ones(length, before + length, dtype=torch.bool, device=h.device).tril(before)
+        group = c.num_heads // c.num_kv_heads
+        h = h.to(self.dtype)
+        for index, layer in enumerate(self.layers):
+            x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
+            q, k, v = F.linear(x, layer.w_qkv, layer.b_qkv).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+            q = self.rope.apply(q.reshape(length, c.num_heads, c.head_dim), positions)
+            k = self.rope.apply(k.reshape(length, c.num_kv_heads, c.head_dim), positions)
+            v = v.reshape(length, c.num_kv_heads, c.head_dim)
+            if past is not None:
+                k, v = torch.cat([past[index][0].to(k.dtype), k]), torch.cat([past[index][1].to(v.dtype), v])
+            out = F.scaled_dot_product_attention(
+                q.transpose(0, 1), k.repeat_interleave(group, dim=1).transpose(0, 1),
+                v.repeat_interleave(group, dim=1).transpose(0, 1), attn_mask=mask, scale=self.scale)
+            h = h + F.linear(out.transpose(0, 1).reshape(length, self.q_size), layer.w_o, layer.b_o)
+            x = rms_norm(h, layer.post_norm, c.rms_norm_eps)
+            gate, up = F.linear(x, layer.w_gate_up).split(c.intermediate_size, dim=-1)
+            h = h + F.linear(F.silu(gate) * up, layer.w_down)
+        return F.linear(rms_norm(h, self.norm, c.rms_norm_eps), self.lm_head).float()
+
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         if self.lm_head_t is None:
             return F.linear(h, self.lm_head).float()

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-running-requests", type=positive_int, default=64)
     parser.add_argument("--speculative-tokens", type=int, default=32,
                         help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
+    parser.add_argument("--no-ctc-rescoring", action="store_true",
+                        help="house-ocr: plain greedy tokens, without keeping the CTC reading where it scores higher")
     parser.add_argument("--schedule-policy", choices=("fcfs", "lpm"), default="fcfs")
     parser.add_argument("--disable-prefix-cache", action="store_true")
     parser.add_argument("--share-prefix-cache-across-tenants", action="store_true")
@@ -117,6 +119,7 @@ def engine_config_from_args(args: argparse.Namespace):
         context_length=args.context_length, max_prefill_tokens=args.max_prefill_tokens,
         max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
         speculative_tokens=args.speculative_tokens,
+        ctc_rescoring=not args.no_ctc_rescoring,
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,
         num_threads=args.num_threads, debug=args.debug, device=args.device, dtype=args.dtype,

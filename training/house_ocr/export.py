@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 
 from engine.models.line_encoder import _SHA256 as ENCODER_SHA256
 from training.house_ocr import charset
-from training.house_ocr.model import HouseOCR, HouseOCRConfig
+from training.house_ocr.model import CTC_WEIGHT, HouseOCR, HouseOCRConfig
 
 CHAT_TEMPLATE = (
     "{%- set ns = namespace(images=0) -%}"
@@ -103,6 +103,7 @@ def export(model: HouseOCR, out: Path) -> None:
         "house_ocr": {
             "feature_dim": cfg.feature_dim,
             "merge": cfg.merge,
+            "ctc_weight": CTC_WEIGHT,
             "encoder": "PP-OCRv4 text-line recogniser from rapidocr-onnxruntime 1.4.4, "
                        "features before its CTC head (transpose_51.tmp_0)",
             "encoder_sha256": ENCODER_SHA256,

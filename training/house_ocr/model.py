@@ -10,6 +10,15 @@ engine's served forward is tested against.
 The CTC head reads the unmerged frames and is the cheap draft: its greedy
 collapse proposes the whole line at once.
 
+Decoding (`decode`): the decoder's greedy reading, unless the CTC head's reading
+scores higher under both heads together (hybrid CTC/attention rescoring, as
+joint CTC/attention speech recognisers do): score(y) = w log P_ctc(y | frames)
++ (1 - w) log P_dec(y, </s> | image). An attention decoder can lose its place
+in a long line and skip or repeat a stretch ("Public License" -> "Publicense");
+CTC reads frame by frame and cannot, so a skip gets a very low CTC score, while
+a CTC misreading gets a low decoder score. `CTC_WEIGHT` was chosen on held-out
+validation lines (docs/BENCHMARKS.md).
+
 Parameter names are Hugging Face Llama's (`model.layers.N...`, `lm_head`) plus
 `projector.*` and `ctc_head.*`, so the engine loads the decoder with its own
 Llama code.
@@ -26,6 +35,7 @@ from training.house_ocr import charset
 
 FEATURE_DIM = 120
 MERGE = 2
+CTC_WEIGHT = 0.3
 
 
 @dataclass
@@ -145,3 +155,40 @@ class HouseOCR(nn.Module):
                 out.append(token)
             previous = token
         return out
+
+    # --- reference decoding: the greedy reading or the CTC reading, whichever scores higher --------
+    @torch.no_grad()
+    def sequence_scores(self, features: torch.Tensor, candidates: list[list[int]],
+                        ctc_weight: float = CTC_WEIGHT) -> list[float]:
+        """w log P_ctc(y) + (1 - w) log P_dec(y) for each candidate output y (ending in </s>; the
+        CTC term reads y without it)."""
+        image = self.projector(merge_frames(features, self.config.merge))
+        prompt = prompt_ids(image.shape[0])
+        ctc_log_probs = self.ctc_head(features).log_softmax(-1)
+        scores = []
+        for y in candidates:
+            log_probs = self.forward_logits(torch.tensor([prompt + y]), [image])[0].log_softmax(-1)
+            decoder = float(log_probs[len(prompt) - 1:-1].gather(1, torch.tensor(y)[:, None]).sum())
+            scores.append(ctc_weight * ctc_log_prob(ctc_log_probs, y) + (1.0 - ctc_weight) * decoder)
+        return scores
+
+    @torch.no_grad()
+    def decode(self, features: torch.Tensor, max_new_tokens: int = 256, ctc_weight: float = CTC_WEIGHT) -> list[int]:
+        """The model's reading of a line: greedy, or the CTC reading where it scores higher."""
+        greedy = self.greedy(features, max_new_tokens)
+        draft = self.ctc_greedy(features) + [charset.EOS_ID]
+        if ctc_weight <= 0 or greedy == draft or greedy[-1:] != [charset.EOS_ID] or len(draft) > max_new_tokens:
+            return greedy
+        mine, theirs = self.sequence_scores(features, [greedy, draft], ctc_weight)
+        return draft if theirs > mine else greedy
+
+
+def ctc_log_prob(log_probs: torch.Tensor, y: list[int], blank: int = charset.PAD_ID) -> float:
+    """log P_ctc(y) for per-frame log-probabilities [T, V], y without </s> (-inf where the frames
+    cannot spell it)."""
+    labels = [t for t in y if t != charset.EOS_ID]
+    if not labels:
+        return float(log_probs[:, blank].sum())
+    loss = F.ctc_loss(log_probs[:, None], torch.tensor([labels]), torch.tensor([log_probs.shape[0]]),
+                      torch.tensor([len(labels)]), blank=blank, reduction="sum", zero_infinity=False)
+    return -float(loss)
