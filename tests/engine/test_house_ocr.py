@@ -332,3 +332,18 @@ def test_a_rescored_request_hands_back_nothing_until_it_finishes():
     for params in (SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, stop=["$"]),
                    SamplingParams(temperature=0.7, max_tokens=MAX_TOKENS)):
         assert not rescoring.make_request(prompt(rescoring), params, images=[png(crop)]).rescore
+
+
+def test_ctc_rescoring_under_retraction_matches_the_reference(reference):
+    """Lines retracted under KV pressure and run again are rescored over the K/V they hold when
+    they finish, and still give the reference's reading."""
+    crops = [render(*line).filter(ImageFilter.GaussianBlur(0.6)) for line in HARD_LINES]
+    encoder = LineEncoder(1)
+    expected = [reference.decode(torch.from_numpy(encoder.encode(np.asarray(crop))), 256) for crop in crops]
+    engine = Engine(EngineConfig(model="house-ocr", kv_tokens=420, context_length=400, debug=True,
+                                 speculative_tokens=4))
+    outputs = engine.generate([prompt(engine)] * len(crops), SamplingParams(temperature=0.0, max_tokens=256),
+                              images=[[png(crop)] for crop in crops])
+    assert [o.token_ids for o in outputs] == expected
+    assert engine.scheduler.num_retractions > 0 and engine.num_rescored > 0
+    engine.pool.check_invariants()
