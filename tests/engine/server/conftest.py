@@ -57,6 +57,7 @@ class EngineServer:
     """One `python -m engine.server` process and what was seen of it."""
 
     extra_args: list[str]
+    model: str = MODEL
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     stdout_lines: list[str] = field(default_factory=list)
@@ -70,7 +71,7 @@ class EngineServer:
 
     def start(self) -> None:
         self.stderr_file = tempfile.NamedTemporaryFile("w+", prefix="engine-server-", suffix=".log", delete=False)
-        command = [sys.executable, "-m", "engine.server", "--model", MODEL, "--host", "127.0.0.1",
+        command = [sys.executable, "-m", "engine.server", "--model", self.model, "--host", "127.0.0.1",
                    "--port", str(self.port), "--num-threads", SERVER_THREADS, *self.extra_args]
         self.process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=self.stderr_file,
                                         text=True, bufsize=1)

@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import base64
 import re
-import subprocess
-import sys
-import threading
-import time
 
 import httpx
 import numpy as np
@@ -21,7 +17,7 @@ from PIL import ImageFilter
 
 from engine.loader import resolve_model
 from engine.models.line_encoder import LineEncoder
-from tests.engine.server.conftest import REPO_ROOT, SERVER_THREADS, free_port
+from tests.engine.server.conftest import EngineServer
 from tests.engine.test_house_ocr import HARD_LINES, png, render
 from training.house_ocr import charset
 from training.house_ocr.export import load_exported
@@ -31,21 +27,13 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def house_server():
-    port = free_port()
-    command = [sys.executable, "-m", "engine.server", "--model", "house-ocr", "--port", str(port),
-               "--num-threads", SERVER_THREADS, "--kv-tokens", "8192"]
-    proc = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ready = threading.Event()
-    threading.Thread(target=lambda: [ready.set() for line in proc.stdout if "ready on" in line],
-                     daemon=True).start()
-    deadline = time.monotonic() + 300
-    while not ready.is_set():
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.monotonic() < deadline, "house-ocr server did not start"
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    assert proc.wait(timeout=60) == 0
+    server = EngineServer(["--kv-tokens", "8192"], model="house-ocr")
+    server.start()
+    try:
+        server.wait_ready()
+        yield server.base_url
+    finally:
+        assert server.stop() == 0
 
 
 def test_plain_and_streamed_replies_are_the_rescored_reading(house_server):
