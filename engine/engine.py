@@ -271,7 +271,8 @@ class Engine:
         slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
         past = [self.pool.gather(layer, slots) for layer in range(self.model_config.num_layers)]
         features = req.multimodal.images[0].pixel_values
-        mine, theirs = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft, past)
+        mine, theirs = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft,
+                                                 common, past)
         self.num_rescored += 1
         kept_draft = theirs > mine
         if self.metrics is not None:

@@ -96,11 +96,12 @@ class HouseOcrModel:
         self.ctc = {n: take(f"ctc_head.{n}") for n in
                     ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
         self.language = LlamaModel(config, state, dtype, max_positions, device)
-        extra = json.loads((path / "config.json").read_text()).get("house_ocr", {})
-        self.ctc_weight = float(extra.get("ctc_weight", 0.0))   # 0: plain greedy, no rescoring
-        if not 0.0 <= self.ctc_weight < 1.0:
-            raise ValueError(f"house_ocr.ctc_weight in {path / 'config.json'} must be in [0, 1), "
-                             f"got {self.ctc_weight}")
+        extra = json.loads((path / "config.json").read_text()).get("house_ocr") or {}
+        weight = extra.get("ctc_weight", 0.0)   # 0: plain greedy, no rescoring
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight < 1.0:
+            raise ValueError(f"house_ocr.ctc_weight in {path / 'config.json'} must be a number in [0, 1), "
+                             f"got {weight!r}")
+        self.ctc_weight = float(weight)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.language.embed[input_ids]
@@ -145,17 +146,15 @@ class HouseOcrModel:
 
     @torch.inference_mode()
     def rescore(self, prompt_ids: list[int], features: torch.Tensor, output_ids: list[int],
-                output_log_probs: list[float], draft_ids: list[int], past: list[tuple[torch.Tensor, torch.Tensor]],
-                blank_id: int = 0) -> tuple[float, float]:
+                output_log_probs: list[float], draft_ids: list[int], j: int,
+                past: list[tuple[torch.Tensor, torch.Tensor]], blank_id: int = 0) -> tuple[float, float]:
         """Scores of a finished greedy line's output and of its draft (both ending in EOS), up to a
         term they share: w log P_ctc(y) + (1 - w) log P_dec(y[j:] | prompt, y[:j]), where j is the
         length of their common start. The output's decoder term is the sum of its tokens' log-probs
         as they were decoded (`output_log_probs`); the draft's continuation is run once over `past`,
         the K/V of the prompt and y[:j] but its last token (the finished request's pool rows), so
         a line that parts from its draft late costs little."""
-        j = 0
-        while j < min(len(output_ids), len(draft_ids)) and output_ids[j] == draft_ids[j]:
-            j += 1
+        assert output_ids[:j] == draft_ids[:j] and output_ids[j] != draft_ids[j], j
         before = len(prompt_ids) + j - 1
         assert len(output_log_probs) == len(output_ids), (len(output_log_probs), len(output_ids))
         assert past and past[0][0].shape[0] == before, (past[0][0].shape if past else None, before)

@@ -69,11 +69,22 @@ class LlamaModel:
         for i, layer in enumerate(self.layers):
             x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
             h = h + self._attention(i, layer, x, batch, pool)
-            x = rms_norm(h, layer.post_norm, c.rms_norm_eps)
-            gate, up = F.linear(x, layer.w_gate_up).split(c.intermediate_size, dim=-1)
-            h = h + F.linear(F.silu(gate) * up, layer.w_down)
+            h = h + self._mlp(layer, rms_norm(h, layer.post_norm, c.rms_norm_eps))
         h = rms_norm(h[batch.logits_indices], self.norm, c.rms_norm_eps)
         return self.logits(h)
+
+    def _mlp(self, layer: LlamaLayer, x: torch.Tensor) -> torch.Tensor:
+        gate, up = F.linear(x, layer.w_gate_up).split(self.config.intermediate_size, dim=-1)
+        return F.linear(F.silu(gate) * up, layer.w_down)
+
+    def _qkv(self, layer: LlamaLayer, x: torch.Tensor, positions: torch.Tensor):
+        """Q and K [tokens, heads, head_dim] rotated to `positions`, and V."""
+        c = self.config
+        num_tokens = x.shape[0]
+        q, k, v = F.linear(x, layer.w_qkv, layer.b_qkv).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = self.rope.apply(q.reshape(num_tokens, c.num_heads, c.head_dim), positions)
+        k = self.rope.apply(k.reshape(num_tokens, c.num_kv_heads, c.head_dim), positions)
+        return q, k, v.reshape(num_tokens, c.num_kv_heads, c.head_dim)
 
     @torch.inference_mode()
     def dense_logits(self, h: torch.Tensor,
@@ -91,20 +102,14 @@ class LlamaModel:
         group = c.num_heads // c.num_kv_heads
         h = h.to(self.dtype)
         for index, layer in enumerate(self.layers):
-            x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
-            q, k, v = F.linear(x, layer.w_qkv, layer.b_qkv).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-            q = self.rope.apply(q.reshape(length, c.num_heads, c.head_dim), positions)
-            k = self.rope.apply(k.reshape(length, c.num_kv_heads, c.head_dim), positions)
-            v = v.reshape(length, c.num_kv_heads, c.head_dim)
+            q, k, v = self._qkv(layer, rms_norm(h, layer.input_norm, c.rms_norm_eps), positions)
             if past is not None:
                 k, v = torch.cat([past[index][0].to(k.dtype), k]), torch.cat([past[index][1].to(v.dtype), v])
             out = F.scaled_dot_product_attention(
                 q.transpose(0, 1), k.repeat_interleave(group, dim=1).transpose(0, 1),
                 v.repeat_interleave(group, dim=1).transpose(0, 1), attn_mask=mask, scale=self.scale)
             h = h + F.linear(out.transpose(0, 1).reshape(length, self.q_size), layer.w_o, layer.b_o)
-            x = rms_norm(h, layer.post_norm, c.rms_norm_eps)
-            gate, up = F.linear(x, layer.w_gate_up).split(c.intermediate_size, dim=-1)
-            h = h + F.linear(F.silu(gate) * up, layer.w_down)
+            h = h + self._mlp(layer, rms_norm(h, layer.post_norm, c.rms_norm_eps))
         return F.linear(rms_norm(h, self.norm, c.rms_norm_eps), self.lm_head).float()
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
@@ -115,13 +120,8 @@ class LlamaModel:
         return torch.mm(self.lm_head, h.t()).t().contiguous().float()
 
     def _attention(self, index: int, layer: LlamaLayer, x: torch.Tensor, batch: ForwardBatch, pool) -> torch.Tensor:
-        c = self.config
         num_tokens = x.shape[0]
-        qkv = F.linear(x, layer.w_qkv, layer.b_qkv)
-        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = self.rope.apply(q.reshape(num_tokens, c.num_heads, c.head_dim), batch.positions)
-        k = self.rope.apply(k.reshape(num_tokens, c.num_kv_heads, c.head_dim), batch.positions)
-        v = v.reshape(num_tokens, c.num_kv_heads, c.head_dim)
+        q, k, v = self._qkv(layer, x, batch.positions)
         pool.write(index, batch.out_slots, k, v, batch.out_owners)
         k_cache, v_cache = pool.k_cache[index], pool.v_cache[index]
         if len(batch.decode_rows) == batch.num_requests:  # pure decode step: one padded call

@@ -291,9 +291,9 @@ def test_ctc_rescoring_keeps_the_reference_reading_where_decoder_and_draft_disag
     model, scored = engine.runner.model, {}
     original = model.rescore
 
-    def recording(prompt_ids, features, output_ids, output_log_probs, draft_ids, past):
-        scored[tuple(draft_ids)] = original(prompt_ids, features, output_ids, output_log_probs, draft_ids, past)
-        return scored[tuple(draft_ids)]
+    def recording(*args):
+        scored[tuple(args[4])] = original(*args)   # keyed by the draft
+        return scored[tuple(args[4])]
 
     model.rescore = recording
     text = prompt(engine)
@@ -347,3 +347,17 @@ def test_ctc_rescoring_under_retraction_matches_the_reference(reference):
     assert [o.token_ids for o in outputs] == expected
     assert engine.scheduler.num_retractions > 0 and engine.num_rescored > 0
     engine.pool.check_invariants()
+
+
+@pytest.mark.parametrize("weight", ["0.3", 1.0, -0.1, None, True, float("nan")])
+def test_a_bad_ctc_weight_in_the_checkpoint_is_refused_by_name(tmp_path, weight):
+    import json
+    import shutil
+
+    folder = tmp_path / "house-ocr"
+    shutil.copytree(resolve_model("house-ocr"), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["house_ocr"]["ctc_weight"] = weight
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="house_ocr.ctc_weight"):
+        Engine(EngineConfig(model=str(folder), kv_tokens=1024))

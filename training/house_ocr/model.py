@@ -177,7 +177,8 @@ class HouseOCR(nn.Module):
         """The model's reading of a line: greedy, or the CTC reading where it scores higher."""
         greedy = self.greedy(features, max_new_tokens)
         draft = self.ctc_greedy(features) + [charset.EOS_ID]
-        if ctc_weight <= 0 or greedy == draft or greedy[-1:] != [charset.EOS_ID] or len(draft) > max_new_tokens:
+        if (ctc_weight <= 0 or greedy == draft or greedy[-1:] != [charset.EOS_ID] or len(draft) > max_new_tokens
+                or charset.EOS_ID in draft[:-1]):   # a line that did not finish, or a draft that ends early
             return greedy
         mine, theirs = self.sequence_scores(features, [greedy, draft], ctc_weight)
         return draft if theirs > mine else greedy
