@@ -43,10 +43,15 @@ from workers.settings import Settings  # noqa: E402
 
 def pipeline_crops(pages: int, dpi: float) -> list[Image.Image]:
     """Line crops of the evaluation's first pages (clean and scan-like image-only PDFs)."""
+    return [crop for page in crops_by_page(pages, dpi) for crop in page]
+
+
+def crops_by_page(pages: int, dpi: float) -> list[list[Image.Image]]:
+    """The same crops, one list per rendered page (each page clean, then scan-like)."""
     rng = random.Random(2026)   # the evaluation's seed: the same pages
     families = evaluation._families()
     typeset = [evaluation.typeset(i, rng, families) for i in range(pages)]
-    crops: list[Image.Image] = []
+    crops: list[list[Image.Image]] = []
     with tempfile.TemporaryDirectory(prefix="ocrserve-encoder-bench-") as tmp:
         for page in typeset:
             for name, image, jpeg in (("clean", evaluation.rasterise(page.pdf, 300), False),
@@ -55,8 +60,9 @@ def pipeline_crops(pages: int, dpi: float) -> list[Image.Image]:
                 evaluation.image_pdf(image, path, jpeg=jpeg)
                 with Document.open_path(path) as document:
                     rendered = document.render_page(0, dpi)
-                for block in analyze_page(rendered.image, num_threads=2).blocks:
-                    crops += [crop_line(rendered.image, line).convert("RGB") for line in block.lines]
+                crops.append([crop_line(rendered.image, line).convert("RGB")
+                              for block in analyze_page(rendered.image, num_threads=2).blocks
+                              for line in block.lines])
     return crops
 
 
