@@ -278,10 +278,10 @@ def run_pipeline(pipeline, path: Path, dpi: float, engine_process) -> tuple[str,
     """-> text, wall seconds, CPU seconds, regions not ok."""
     from vision.document import Document
 
-    cpu_before, started = _cpu_seconds(engine_process), time.perf_counter()
+    cpu_before, started = cpu_seconds(engine_process), time.perf_counter()
     with Document.open_path(path) as document:
         result = pipeline.process(document, document.render_page(0, dpi), 0)
-    elapsed, cpu = time.perf_counter() - started, _cpu_seconds(engine_process) - cpu_before
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds(engine_process) - cpu_before
     not_ok = sum(region.status.value != "ok" for region in result.regions)
     return page_text(result), elapsed, cpu, not_ok
 
@@ -292,13 +292,13 @@ def run_tesseract_page(path: Path) -> tuple[str, float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "page.png"
         Image.fromarray(image).save(png)
-        cpu_before, started = _cpu_seconds(None, own=False), time.perf_counter()
+        cpu_before, started = cpu_seconds(None, own=False), time.perf_counter()
         out = subprocess.run(["tesseract", str(png), "-", "--psm", "3", "-l", "eng"], capture_output=True, text=True,
                              check=True)
-        return out.stdout, time.perf_counter() - started, _cpu_seconds(None, own=False) - cpu_before, 0
+        return out.stdout, time.perf_counter() - started, cpu_seconds(None, own=False) - cpu_before, 0
 
 
-def _cpu_seconds(engine_process, own: bool = True) -> float:
+def cpu_seconds(engine_process, own: bool = True) -> float:
     """CPU seconds so far of the children this process waited for, of this process (`own`),
     and of the engine process."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

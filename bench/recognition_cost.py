@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from house_ocr_eval import cpu_seconds  # noqa: E402
 from line_encoder import crops_by_page  # noqa: E402
 
 from app.local_services import child_env, start_engine  # noqa: E402
@@ -41,18 +41,6 @@ from engine.models import line_encoder  # noqa: E402
 from vision.layout import RecognitionTask  # noqa: E402
 from workers.recognizer import RecognitionItem, build_recognizer  # noqa: E402
 from workers.settings import Settings  # noqa: E402
-
-
-def cpu_seconds(process: psutil.Process | None) -> float:
-    """CPU so far of this process, of the children it waited for, and of `process`."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    if process is not None:
-        times = process.cpu_times()
-        total += times.user + times.system
-    return total
 
 
 def measure(recognizer, pages: list[list[RecognitionItem]], process: psutil.Process | None) -> dict:
@@ -85,7 +73,7 @@ def engine_parts(images: list[list], in_flight: int) -> dict:
     params = SamplingParams(temperature=0.0, max_tokens=512)
     crops = [image for page in images for image in page]
 
-    def run(requests) -> tuple[float, float]:
+    def run(requests) -> tuple[float, int]:
         pending, active, computed = list(requests), 0, 0
         cpu = time.process_time()
         while pending or engine.has_work:
