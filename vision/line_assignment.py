@@ -1,14 +1,19 @@
 """Which text lines belong to which layout region, and what to do with the rest.
 
+The invariant kept here, whatever the layout model called the area around a
+line: every detected line lands in exactly one returned region (tested).
+
 Lines are detected once per page and handed to the region that covers most of
-each line. Text and table regions keep their lines (a recogniser that reads
-single lines, like the house model, reads a table cell by cell; others read
-the table whole); a line covered mostly by a figure or equation belongs to
-that region and is not kept. A text region grows to hold its lines, so a crop
-never cuts a line's ends; a table keeps its detected box.
-A figure that is mostly text lines — the layout model takes dense small print
-for a picture — is read as text: at least `TEXT_FIGURE_MIN_LINES` lines whose
-boxes cover `TEXT_FIGURE_MIN_COVER` of it (a chart's labels cover far less).
+each line. Every region keeps its lines: text and table regions are read from
+them (a recogniser that reads single lines, like the house model, reads a table
+cell by cell; others read the table whole); a figure keeps its crop and its
+lines are read as the figure's text (axis labels, a diagram's words); an
+equation's lines are its formula. A text region grows to hold its lines, so a
+crop never cuts a line's ends; tables, figures and equations keep their boxes.
+A figure that is mostly text lines — the layout model takes dense small print,
+a table of contents or an index for a picture — is read as text: at least
+`TEXT_FIGURE_MIN_LINES` lines whose boxes cover `TEXT_FIGURE_MIN_COVER` of it
+(a chart's labels cover far less).
 A text region lying mostly inside a larger text region (the layout model
 boxed a few lines of a paragraph twice) is folded into it: two boxes sharing
 lines would split the paragraph and interleave its lines in reading order.
@@ -41,7 +46,7 @@ DUPLICATE_TEXT_COVER = 0.5   # share of a line-less text region under other regi
 @dataclass(frozen=True)
 class AssignedRegion:
     region: Region
-    lines: tuple[TextLine, ...]   # unordered; empty for figures and equations
+    lines: tuple[TextLine, ...]   # unordered
 
 
 def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[AssignedRegion]:
@@ -55,11 +60,9 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[A
         best = max(range(len(regions)), key=lambda i: (covers[i], -_area(regions[i].bbox)), default=None)
         if best is None or covers[best] < MIN_COVER * _area(line.bbox):
             orphans.append(line)
-        elif regions[best].task in (RecognitionTask.TEXT, RecognitionTask.TABLE, RecognitionTask.SKIP):
+        else:
             claimed[best].append(line)
     regions = [_text_if_mostly_lines(region, owned) for region, owned in zip(regions, claimed)]
-    claimed = [owned if region.task in (RecognitionTask.TEXT, RecognitionTask.TABLE) else []
-               for region, owned in zip(regions, claimed)]
     assigned = [AssignedRegion(_grown(region, owned) if region.task is RecognitionTask.TEXT else region,
                                tuple(owned)) for region, owned in zip(regions, claimed)
                 if not _duplicate_text(region, owned, lines)]

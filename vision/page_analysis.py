@@ -23,7 +23,7 @@ from vision.layout import LayoutDetector, RecognitionTask, Region
 from vision.line_assignment import assign_lines
 from vision.lines import LineDetector, TextLine
 from vision.onnx_models import DEFAULT_NUM_THREADS
-from vision.reading_order import PageRole, order_lines, order_regions
+from vision.reading_order import PageRole, order_lines, order_regions, order_text_lines
 
 
 @dataclass(frozen=True)
@@ -95,13 +95,18 @@ def analyze_page(image: Image.Image | np.ndarray, *, num_threads: int = DEFAULT_
     assigned = assign_lines(regions, lines)
     order = order_regions([a.region for a in assigned], height)
     blocks = tuple(LayoutBlock(reading_index=position, region=assigned[i].region, role=role,
-                               lines=tuple(order_lines(assigned[i].lines)))
+                               lines=tuple(_ordered_lines(assigned[i].region, assigned[i].lines)))
                    for position, (i, role) in enumerate(order))
     order_done = time.perf_counter()
 
     timings = StageTimings(render_s=render_s, layout_s=layout_done - started,
                            lines_s=lines_done - layout_done, order_s=order_done - lines_done)
     return PageLayout(width, height, blocks, timings)
+
+
+def _ordered_lines(region: Region, lines: tuple[TextLine, ...]) -> list[TextLine]:
+    """A table's lines in rows (its cells are laid out by row); any other region's as text."""
+    return order_lines(lines) if region.task is RecognitionTask.TABLE else order_text_lines(lines)
 
 
 def _as_rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:

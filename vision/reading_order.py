@@ -2,14 +2,20 @@
 
 Regions: headers come first and footers last (each top to bottom); they are
 known by label, or by sitting as a thin strip in the top or bottom margin. The
-body is read band by band: a region at least `SPAN_FRACTION` as wide as the
-body spans the columns and separates one band from the next; inside a band,
-regions whose x-ranges overlap form a column, and columns are read left to
-right, each top to bottom. So a title above two columns is read first, then the
-whole left column, then the right one, then whatever full-width region follows.
+body is read by recursive XY-cut (Nagy and Seth's method, columns first): a
+vertical gutter that no region crosses splits a group of regions into columns,
+read left to right; a group with no such gutter (a title or figure spans it) is
+cut at its horizontal gaps into slices read top to bottom, and neighbouring
+slices that share a gutter are joined back into one columned group first, so
+two columns whose paragraph gaps happen to line up are still read column by
+column. So a title above two columns is read first, then the whole left
+column, then the right one, then whatever full-width region follows; a block of
+three author boxes beside each other is read left to right.
 
-Lines: grouped into rows by vertical overlap, rows read top to bottom and each
-row left to right.
+Lines of a table: grouped into rows by vertical overlap, rows read top to
+bottom and each row left to right. Lines of a text region: the same XY-cut, so
+a region that holds two columns of lines (an index, a page the layout model
+boxed whole) is read column by column (`order_text_lines`).
 """
 from __future__ import annotations
 
@@ -21,11 +27,12 @@ from vision.lines import TextLine
 
 Box = tuple[float, float, float, float]
 
-SPAN_FRACTION = 0.6          # of the body's width: wider regions span the columns
-SAME_COLUMN_OVERLAP = 0.2    # x-overlap, as a share of the narrower region, that puts two regions in one column
 MARGIN_BAND = 0.07           # top/bottom share of the page where running headers/footers live
 MAX_MARGIN_REGION = 0.04     # ... and how tall (share of page height) such a strip may be
 SAME_ROW_OVERLAP = 0.5       # vertical overlap, as a share of the shorter line, that puts two lines in one row
+GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this still leave a gap between them
+MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are not a column of their own
+MIN_LINE_COLUMN_LINES = 2
 
 
 class PageRole(StrEnum):
@@ -64,49 +71,118 @@ def order_regions(regions: Sequence[Region], page_height: float) -> list[tuple[i
 
 
 def order_boxes(boxes: Sequence[Box]) -> list[int]:
-    """Indices of `boxes` in multi-column reading order (see the module docstring)."""
-    if not boxes:
-        return []
-    body_x0 = min(b[0] for b in boxes)
-    body_width = max(b[2] for b in boxes) - body_x0
-    spanning = sorted((i for i, b in enumerate(boxes) if b[2] - b[0] >= SPAN_FRACTION * body_width),
-                      key=lambda i: (_centre_y(boxes[i]), boxes[i][0]))
-    separator_ys = [_centre_y(boxes[i]) for i in spanning]
-    bands: list[list[int]] = [[] for _ in range(len(spanning) + 1)]
-    spanning_set = set(spanning)
-    for i, box in enumerate(boxes):
-        if i not in spanning_set:
-            bands[sum(y < _centre_y(box) for y in separator_ys)].append(i)
-
-    ordered: list[int] = []
-    for band_no, band in enumerate(bands):
-        for column in _columns(band, boxes):
-            ordered.extend(sorted(column, key=lambda i: (boxes[i][1], boxes[i][0])))
-        if band_no < len(spanning):
-            ordered.append(spanning[band_no])
-    return ordered
+    """Indices of `boxes` in multi-column reading order (recursive XY-cut, see the module docstring)."""
+    return _xy_cut(list(range(len(boxes))), boxes, min_column_share=0.0, min_column_items=1)
 
 
-def _columns(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
-    """Group regions whose x-ranges overlap enough (transitively); columns left to right."""
-    parent = {i: i for i in ids}
+def _xy_cut(ids: list[int], boxes: Sequence[Box], min_column_share: float, min_column_items: int) -> list[int]:
+    """Columns first: a gutter that runs the whole height of the group splits it left to right.
+    Else rows: the group is cut at every horizontal gap, and neighbouring slices that share a
+    gutter are joined again (two columns whose paragraph gaps happen to line up are still
+    columns, not slices read across). What cannot be cut is read in rows."""
+    if len(ids) <= 1:
+        return list(ids)
+    columns = _split_columns(ids, boxes, min_column_share, min_column_items)
+    if columns is not None:
+        return [i for column in columns for i in _xy_cut(column, boxes, min_column_share, min_column_items)]
+    slices = _join_columned(_split_rows(ids, boxes), boxes, min_column_share, min_column_items)
+    if len(slices) == 1:
+        return _row_order(ids, boxes)
+    return [i for piece in slices for i in _xy_cut(piece, boxes, min_column_share, min_column_items)]
 
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
 
-    for a_pos, a in enumerate(ids):
-        for b in ids[a_pos + 1:]:
-            overlap = min(boxes[a][2], boxes[b][2]) - max(boxes[a][0], boxes[b][0])
-            narrower = min(boxes[a][2] - boxes[a][0], boxes[b][2] - boxes[b][0])
-            if overlap > SAME_COLUMN_OVERLAP * narrower:
-                parent[root(a)] = root(b)
-    groups: dict[int, list[int]] = {}
+def _split_columns(ids: list[int], boxes: Sequence[Box], min_column_share: float,
+                   min_column_items: int) -> list[list[int]] | None:
+    """The group cut at its vertical gutters, left to right; None when it has none that leaves
+    each column at least `min_column_share` of the group's width and `min_column_items` boxes."""
+    gaps = _gaps([(boxes[i][0], boxes[i][2]) for i in ids])
+    if not gaps:
+        return None
+    left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
+    columns: list[list[int]] = []
+    edges = [left, *(gap_start for gap_start, _ in gaps), right]
+    for start, end in zip(edges, edges[1:]):
+        columns.append([i for i in ids if start <= _centre_x(boxes[i]) <= end])
+    width = max(right - left, 1e-6)
+    if any(len(column) < min_column_items for column in columns):
+        return None
+    if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < min_column_share * width
+           for col in columns):
+        return None
+    return columns
+
+
+def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
+    """The group cut at every horizontal gap, top to bottom."""
+    gaps = _gaps([(boxes[i][1], boxes[i][3]) for i in ids])
+    edges = [gap_start for gap_start, _ in gaps]
+    rows: list[list[int]] = [[] for _ in range(len(edges) + 1)]
     for i in ids:
-        groups.setdefault(root(i), []).append(i)
-    return sorted(groups.values(), key=lambda group: min(boxes[i][0] for i in group))
+        rows[sum(edge < _centre_y(boxes[i]) for edge in edges)].append(i)
+    return [row for row in rows if row]
+
+
+def _join_columned(slices: list[list[int]], boxes: Sequence[Box], min_column_share: float,
+                   min_column_items: int) -> list[list[int]]:
+    """Neighbouring slices joined when both have a gutter and their gutters overlap."""
+    def gutters(piece: list[int]) -> list[tuple[float, float]]:
+        if _split_columns(piece, boxes, min_column_share, 1) is None:
+            return []
+        return _gaps([(boxes[i][0], boxes[i][2]) for i in piece])
+
+    joined: list[list[int]] = []
+    joined_gutters: list[tuple[float, float]] = []
+    for piece in slices:
+        piece_gutters = gutters(piece)
+        shared = [(max(a0, b0), min(a1, b1)) for a0, a1 in joined_gutters for b0, b1 in piece_gutters
+                  if min(a1, b1) > max(a0, b0)]
+        if joined and shared:
+            joined[-1] = joined[-1] + piece
+            joined_gutters = shared
+        else:
+            joined.append(piece)
+            joined_gutters = piece_gutters
+    return joined
+
+
+def _gaps(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Stretches between the spans' overall start and end that no span covers. Spans are
+    shrunk by `GAP_TOLERANCE` pixels at each end first: boxes that touch or overlap by a
+    hair (detector boxes are loose) do not close a gap."""
+    shrunk = sorted((a + GAP_TOLERANCE, b - GAP_TOLERANCE) for a, b in spans if b - a > 2 * GAP_TOLERANCE)
+    gaps = []
+    reach = shrunk[0][1] if shrunk else 0.0
+    for start, end in shrunk[1:]:
+        if start > reach:
+            gaps.append((reach, start))
+        reach = max(reach, end)
+    return gaps
+
+
+def _row_order(ids: list[int], boxes: Sequence[Box]) -> list[int]:
+    """Boxes in rows (vertical overlap of at least half the shorter), top to bottom, each left to right."""
+    rows: list[list[int]] = []
+    row_span = (0.0, 0.0)
+    for i in sorted(ids, key=lambda i: (_centre_y(boxes[i]), boxes[i][0])):
+        top, bottom = boxes[i][1], boxes[i][3]
+        overlap = min(row_span[1], bottom) - max(row_span[0], top)
+        if rows and overlap >= SAME_ROW_OVERLAP * min(row_span[1] - row_span[0], bottom - top):
+            rows[-1].append(i)
+        else:
+            rows.append([i])
+            row_span = (top, bottom)
+    return [i for row in rows for i in sorted(row, key=lambda i: boxes[i][0])]
+
+
+def order_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
+    """The lines of a text region in reading order: rows, unless the region holds columns of
+    lines (an index, a two-column block the layout model boxed whole), which are read one
+    after the other. A column must be `MIN_LINE_COLUMN_SHARE` of the region's width and hold
+    `MIN_LINE_COLUMN_LINES` lines, so a row split by the detector, a table of contents' page
+    numbers or a short label beside its text stays in rows. Rows use the lines' own bands."""
+    boxes = [(line.bbox[0], line.band[0], line.bbox[2], line.band[1]) for line in lines]
+    order = _xy_cut(list(range(len(lines))), boxes, MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES)
+    return [lines[i] for i in order]
 
 
 def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
@@ -128,6 +204,10 @@ def line_rows(lines: Sequence[TextLine]) -> list[list[TextLine]]:
             rows.append([line])
             row_band = band
     return [sorted(row, key=lambda ln: ln.bbox[0]) for row in rows]
+
+
+def _centre_x(box: Sequence[float]) -> float:
+    return (box[0] + box[2]) / 2
 
 
 def _centre_y(box: Sequence[float]) -> float:

@@ -4,7 +4,8 @@
         {"filename", "kind", "num_pages", "sha256", "pages": [
             {"page", "state", "reason", "width", "height", "dpi", "timings", "regions": [
                 {"reading_index", "label", "task", "role", "bbox", "bbox_1000", "text", "status",
-                 "source", "reason", "lines": [{"bbox", "text"}], "figure"}]}]}]}
+                 "origin", "source", "reason", "lines": [{"bbox", "text", "confidence", "low_confidence"}],
+                 "figure"}]}]}]}
 
 Markdown and text are pure functions of that JSON, so the batch CLI can write
 them again with figure links pointing where it put the figures.

@@ -3,10 +3,14 @@
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
-there) and a page yields many small requests the engine can batch. Tables go
-whole to a recogniser that reads regions (GLM-OCR, Tesseract) and cell by cell
-to one that reads single lines (the house model), which makes a Markdown table
-of the cells; formulas go whole; figures are cropped and saved, not read.
+there) and a page yields many small requests the engine can batch. Tables and
+formulas go whole to a recogniser that reads regions (GLM-OCR, Tesseract) and
+line by line (a table cell by cell) to one that reads single lines (the house
+model), which makes a Markdown table of the cells; figures are cropped and
+saved, and the lines detected in them are read as the figure's text. Every
+detected line is read once (`vision.line_assignment` puts each in exactly one
+region); a line crop with no ink (a rule, dot leaders: `vision.ink`) is
+answered with no text instead of being sent.
 
 A region whose crops could not all be read takes its text from the PDF text
 layer (`fallback`) when the page has one, else it is `failed` and keeps what
@@ -22,6 +26,7 @@ from pathlib import Path
 
 from vision.crops import crop_image, crop_line, normalise_box
 from vision.document import Document, RenderedPage, TextWord
+from vision.ink import has_text_ink
 from vision.layout import RecognitionTask
 from vision.page_analysis import LayoutBlock, analyze_page
 from vision.reading_order import line_rows
@@ -30,6 +35,9 @@ from workers.recognizer import (RecognitionItem, RecognitionOutcome, Recognizer,
                                 RecognizerUnavailableError)
 from workers.table_text import markdown_table
 from workers.text_layer_fallback import fallback_text, text_layer_regions
+
+
+NO_TEXT = RecognitionOutcome("")
 
 
 class PagePipeline:
@@ -45,17 +53,19 @@ class PagePipeline:
         blocks = layout.blocks
         single_lines = getattr(self.recognizer, "reads_single_lines", False)
         crops = [_crops_of(block, rendered, single_lines) for block in blocks]
-        items = [item for block_items in crops for item in block_items]
+        # Crops with no ink (rules, dot leaders, specks) are answered with no text, never sent.
+        items = [item for block_items in crops for item in block_items if item is not None]
 
         started = time.perf_counter()
         try:
-            outcomes = self.recognizer.recognize(items)
+            read = iter(self.recognizer.recognize(items))
         except RecognizerUnavailableError as exc:
             if not final_attempt:
                 raise
-            outcomes = [RecognitionOutcome(None, f"{exc}; gave up after the last retry")] * len(items)
+            read = iter([RecognitionOutcome(None, f"{exc}; gave up after the last retry")] * len(items))
         except RecognizerConfigError as exc:
-            outcomes = [RecognitionOutcome(None, str(exc))] * len(items)
+            read = iter([RecognitionOutcome(None, str(exc))] * len(items))
+        outcomes = [NO_TEXT if item is None else next(read) for block_items in crops for item in block_items]
         recognized = time.perf_counter()
 
         words: list[TextWord] | None = None
@@ -92,18 +102,22 @@ def fallback_page(document: Document, file_index: int, page_index: int, dpi: flo
 
 
 def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
-    """Whether the block is recognised one detected line per crop."""
+    """Whether the block is recognised one detected line per crop: text always, a figure's
+    labels always (the figure itself is not read), tables and formulas when the recogniser
+    reads single lines only."""
     if not block.lines:
         return False
-    return block.task is RecognitionTask.TEXT or (single_lines and block.task is RecognitionTask.TABLE)
+    return block.task in (RecognitionTask.TEXT, RecognitionTask.SKIP) or single_lines
 
 
-def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool) -> list[RecognitionItem]:
+def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool) -> list[RecognitionItem | None]:
+    """What to send for a block, None for a line crop with no ink."""
+    if _by_lines(block, single_lines):
+        crops = [crop_line(page.image, line) for line in block.lines]
+        return [RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True) if has_text_ink(crop) else None
+                for crop in crops]
     if block.task is RecognitionTask.SKIP:
         return []
-    if _by_lines(block, single_lines):
-        return [RecognitionItem(crop_line(page.image, line), RecognitionTask.TEXT, is_single_line=True)
-                for line in block.lines]
     return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False)]
 
 
@@ -112,16 +126,16 @@ def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[
     bbox = block.region.bbox
     base = dict(reading_index=block.reading_index, label=block.region.label, task=block.task.value,
                 role=block.role.value, bbox=bbox, bbox_1000=normalise_box(bbox, width, height),
-                source=block.region.source)
+                origin=block.region.source)
     failures = [outcome.error for outcome in outcomes if not outcome.ok]
     if by_lines:
-        lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text or "")  # type: ignore[arg-type]
-                      for line, outcome in zip(block.lines, outcomes) if outcome.ok)
+        lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text)  # type: ignore[arg-type]
+                      for line, outcome in zip(block.lines, outcomes) if outcome.text)
     else:
         lines = ()
-    read_text = "\n".join(outcome.text for outcome in outcomes if outcome.ok)  # type: ignore[misc]
+    read_text = "\n".join(outcome.text for outcome in outcomes if outcome.text)  # type: ignore[misc]
     if by_lines and block.task is RecognitionTask.TABLE:
-        text_of = {line: outcome.text for line, outcome in zip(block.lines, outcomes) if outcome.ok}
+        text_of = {line: outcome.text for line, outcome in zip(block.lines, outcomes) if outcome.text}
         read_text = markdown_table([[(line.bbox, text_of[line]) for line in row if line in text_of]
                                     for row in line_rows(block.lines)])
     if not failures:

@@ -7,10 +7,16 @@ through `to_dict` / `from_dict`. Boxes are in page pixels of the rendered page
 
 | region status | the text came from |
 |---|---|
-| `ok`       | the recogniser |
+| `ok`       | the recogniser, or the PDF's text layer when it passed its checks (`source`) |
 | `fallback` | the PDF's own text layer, because recognition failed |
 | `failed`   | nowhere: `text` is empty and `reason` says why |
-| `ok` (figure) | nothing to read: figures are cropped and linked, `text` is empty |
+| `ok` (figure) | the figure is cropped and linked; `text` holds the text of its labels, if any |
+
+`origin` says where a region's box came from (`layout`: the layout model;
+`lines`: a block of text lines the layout model missed); `source` where its
+text came from (`ocr`: a recogniser; `text_layer`: the PDF's own text layer).
+A line's `confidence` is the recogniser's (0-1, None when it gives none);
+`low_confidence` flags a line below `LOW_CONFIDENCE`.
 """
 from __future__ import annotations
 
@@ -27,17 +33,27 @@ class RegionStatus(StrEnum):
     FAILED = "failed"
 
 
+LOW_CONFIDENCE = 0.5
+
+
 @dataclass(frozen=True)
 class LineResult:
     bbox: Box
     text: str
+    confidence: float | None = None   # 0-1, from the recogniser; None when it gives none
+
+    @property
+    def low_confidence(self) -> bool:
+        return self.confidence is not None and self.confidence < LOW_CONFIDENCE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text}
+        confidence = None if self.confidence is None else round(self.confidence, 3)
+        return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
+                "low_confidence": self.low_confidence}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineResult:
-        return cls(tuple(float(v) for v in data["bbox"]), data["text"])  # type: ignore[arg-type]
+        return cls(tuple(float(v) for v in data["bbox"]), data["text"], data.get("confidence"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -50,7 +66,8 @@ class RegionResult:
     bbox_1000: tuple[int, int, int, int]
     text: str
     status: RegionStatus
-    source: str = "layout"      # "layout" or "lines" (a block of lines the layout model missed)
+    origin: str = "layout"      # "layout" or "lines" (a block of lines the layout model missed)
+    source: str = "ocr"         # where the text came from: "ocr" or "text_layer"
     reason: str | None = None   # why, when status is not ok
     lines: tuple[LineResult, ...] = ()
     figure: str | None = None   # file name of the figure crop, for figures
@@ -58,14 +75,15 @@ class RegionResult:
     def to_dict(self) -> dict[str, Any]:
         return {"reading_index": self.reading_index, "label": self.label, "task": self.task, "role": self.role,
                 "bbox": [round(v, 1) for v in self.bbox], "bbox_1000": list(self.bbox_1000), "text": self.text,
-                "status": self.status.value, "source": self.source, "reason": self.reason,
+                "status": self.status.value, "origin": self.origin, "source": self.source, "reason": self.reason,
                 "lines": [line.to_dict() for line in self.lines], "figure": self.figure}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionResult:
         return cls(int(data["reading_index"]), data["label"], data["task"], data["role"],
                    tuple(float(v) for v in data["bbox"]), tuple(int(v) for v in data["bbox_1000"]),  # type: ignore[arg-type]
-                   data["text"], RegionStatus(data["status"]), data.get("source", "layout"), data.get("reason"),
+                   data["text"], RegionStatus(data["status"]), data.get("origin", "layout"), data.get("source", "ocr"),
+                   data.get("reason"),
                    tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"))
 
 

@@ -48,7 +48,7 @@ def text_layer_regions(words: Sequence[TextWord], width: int, height: int, reaso
         regions.append(RegionResult(
             reading_index=reading_index, label="text", task="text", role="body", bbox=bbox,
             bbox_1000=normalise_box(bbox, width, height), text="\n".join(line.text for line in lines),
-            status=RegionStatus.FALLBACK, source="text_layer", reason=reason, lines=tuple(lines)))
+            status=RegionStatus.FALLBACK, origin="text_layer", source="text_layer", reason=reason, lines=tuple(lines)))
     return regions
 
 

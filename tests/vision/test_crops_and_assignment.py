@@ -72,3 +72,35 @@ def test_grouping_keeps_separate_columns_apart():
     right = [_line(600, 100 + 25 * i, 900, 120 + 25 * i) for i in range(3)]   # gap of 10 line heights
     groups = group_lines(left + right)
     assert sorted(len(g) for g in groups) == [3, 3]
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_every_line_lands_in_exactly_one_region_whatever_the_layout(seed):
+    """The invariant the page pipeline rests on: no detected line is dropped or read twice,
+    whether the layout model boxed it as text, a figure, an equation, a table, twice
+    (nested or duplicate boxes) or not at all."""
+    rng = np.random.default_rng(seed)
+    labels = ["text", "title", "figure", "table", "equation", "figure_caption", "header", "footer", "reference"]
+    regions = []
+    for _ in range(rng.integers(0, 12)):
+        x0, y0 = rng.uniform(0, 900), rng.uniform(0, 1200)
+        regions.append(Region(str(rng.choice(labels)), (x0, y0, x0 + rng.uniform(5, 600), y0 + rng.uniform(5, 500)),
+                              float(rng.uniform(0.5, 1))))
+    regions += [Region("text", r.bbox, 0.6) for r in regions[:2]]          # the same box twice
+    lines = []
+    for _ in range(rng.integers(0, 60)):
+        x0, y0 = int(rng.uniform(0, 1000)), int(rng.uniform(0, 1300))
+        lines.append(TextLine((x0, y0, x0 + int(rng.uniform(5, 500)), y0 + int(rng.uniform(5, 30))), 0.9,
+                              float(rng.choice([0.0, 0.0, 0.7, -1.2]))))
+    assigned = assign_lines(regions, lines)
+    landed = [line for a in assigned for line in a.lines]
+    assert sorted(map(id, landed)) == sorted(map(id, lines))
+
+
+def test_figures_and_equations_keep_their_lines():
+    figure = Region("figure", (100, 100, 700, 600), 0.9)     # a photo with two labels: still a figure
+    equation = Region("equation", (100, 700, 700, 780), 0.9)
+    labels = [_line(120, 120, 200, 135), _line(600, 580, 690, 595)]
+    formula = [_line(150, 705, 650, 735), _line(150, 745, 400, 775)]
+    assigned = assign_lines([figure, equation], labels + formula)
+    assert [(a.region.label, set(a.lines)) for a in assigned] == [("figure", set(labels)), ("equation", set(formula))]

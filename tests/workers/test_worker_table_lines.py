@@ -4,7 +4,7 @@ assembles the cells into a Markdown table; a region reader still gets the table
 whole."""
 from __future__ import annotations
 
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from vision.layout import RecognitionTask, Region
 from vision.lines import TextLine
@@ -36,8 +36,16 @@ def test_markdown_table_puts_cells_in_their_columns():
     assert markdown_table([]) == ""
 
 
+def _page_with_cells() -> RenderedPage:
+    image = Image.new("RGB", (700, 300), "white")
+    draw = ImageDraw.Draw(image)
+    for line, text in zip(TABLE.lines, TEXTS):
+        draw.text((line.bbox[0] + 2, line.bbox[1] + 1), text, fill="black", font=ImageFont.load_default(size=16))
+    return RenderedPage(0, image, 150.0, 0.0)
+
+
 def test_a_line_reader_gets_the_cells_and_a_region_reader_the_whole_table():
-    page = RenderedPage(0, Image.new("RGB", (700, 300), "white"), 150.0, 0.0)
+    page = _page_with_cells()
     as_lines = _crops_of(TABLE, page, single_lines=True)
     assert len(as_lines) == 8 and all(item.is_single_line and item.task is RecognitionTask.TEXT for item in as_lines)
     whole = _crops_of(TABLE, page, single_lines=False)
@@ -47,3 +55,11 @@ def test_a_line_reader_gets_the_cells_and_a_region_reader_the_whole_table():
     assert region.text.splitlines()[0] == "| Item | Qty | Amount |"
     assert region.text.splitlines()[-1] == "| Paper |  | 19.99 |"
     assert len(region.lines) == 8          # every cell keeps its box for the searchable PDF
+
+
+def test_a_cell_with_no_ink_is_not_sent():
+    page = _page_with_cells()
+    ImageDraw.Draw(page.image).rectangle(ROW_2[1].bbox, fill="white")   # "19.99" erased
+    ImageDraw.Draw(page.image).line((100, 150, 580, 150), fill="black", width=2)   # a rule through row 1
+    crops = _crops_of(TABLE, page, single_lines=True)
+    assert [crop is None for crop in crops] == [False] * 7 + [True]
