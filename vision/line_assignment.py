@@ -11,9 +11,11 @@ lines are read as the figure's text (axis labels, a diagram's words); an
 equation's lines are its formula. A text region grows to hold its lines, so a
 crop never cuts a line's ends; tables, figures and equations keep their boxes.
 A figure that is mostly text lines — the layout model takes dense small print,
-a table of contents or an index for a picture — is read as text: at least
+a table of contents or an index for a picture — is no figure: at least
 `TEXT_FIGURE_MIN_LINES` lines whose boxes cover `TEXT_FIGURE_MIN_COVER` of it
-(a chart's labels cover far less).
+(a chart's labels cover far less), or at least `PROSE_FIGURE_MIN_LINES` long
+lines covering `PROSE_FIGURE_MIN_COVER` of it (an index); its box is dropped and its lines go to the
+text regions under it or become text blocks of their own.
 A text region lying mostly inside a larger text region (the layout model
 boxed a few lines of a paragraph twice) is folded into it: two boxes sharing
 lines would split the paragraph and interleave its lines in reading order.
@@ -31,14 +33,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from vision.layout import RecognitionTask, Region
 from vision.lines import TextLine
 
+LEADER_INK_COLUMNS = 0.15   # share of a gap's pixel columns holding ink for dot leaders to join two lines
 MIN_COVER = 0.5         # share of a line's area a region must cover to claim it
 ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line heights (a column gap is wider)
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
 TEXT_FIGURE_MIN_LINES = 3
 TEXT_FIGURE_MIN_COVER = 0.45
+PROSE_FIGURE_MIN_LINES = 8
+PROSE_LINE_ASPECT = 8.0     # length / thickness from which a line counts as long
+PROSE_FIGURE_MIN_COVER = 0.15
 NESTED_TEXT_INSIDE = 0.8    # share of a text region's area inside a larger text region that folds it in
 DUPLICATE_TEXT_COVER = 0.5   # share of a line-less text region under other regions' lines that drops it
 
@@ -49,9 +57,11 @@ class AssignedRegion:
     lines: tuple[TextLine, ...]   # unordered
 
 
-def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[AssignedRegion]:
-    """Every region with its lines, followed by regions made from unclaimed lines."""
-    regions = _without_nested_text(regions)
+def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine],
+                 page: np.ndarray | None = None) -> list[AssignedRegion]:
+    """Every region with its lines, followed by regions made from unclaimed lines. With the
+    page's pixels [height, width, 3], lines joined by dot leaders are grouped together."""
+    regions = [region for region in _without_nested_text(regions) if not _is_text_figure(region, lines)]
     claimed: list[list[TextLine]] = [[] for _ in regions]
     orphans: list[TextLine] = []
     for line in lines:
@@ -62,23 +72,32 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine]) -> list[A
             orphans.append(line)
         else:
             claimed[best].append(line)
-    regions = [_text_if_mostly_lines(region, owned) for region, owned in zip(regions, claimed)]
     assigned = [AssignedRegion(_grown(region, owned) if region.task is RecognitionTask.TEXT else region,
                                tuple(owned)) for region, owned in zip(regions, claimed)
                 if not _duplicate_text(region, owned, lines)]
-    for block in group_lines(orphans):
+    for block in group_lines(orphans, page):
         bbox = _union([line.bbox for line in block])
         assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))
     return assigned
 
 
-def _text_if_mostly_lines(region: Region, lines: Sequence[TextLine]) -> Region:
-    """A figure region that is really a block of text lines, relabelled `text`."""
-    if region.task is not RecognitionTask.SKIP or len(lines) < TEXT_FIGURE_MIN_LINES:
-        return region
-    if _covered(region, lines) < TEXT_FIGURE_MIN_COVER * _area(region.bbox):
-        return region
-    return replace(region, label="text")
+def _is_text_figure(region: Region, lines: Sequence[TextLine]) -> bool:
+    """A figure region that is really text: the lines under it (whichever region they go to)
+    cover most of it. It is dropped, not relabelled: such a box often spans columns and other
+    regions (an index page boxed whole), so its lines are better served by the text regions
+    under it and by blocks of their own, which reading order can place."""
+    if region.task is not RecognitionTask.SKIP:
+        return False
+    inside = [line for line in lines if _intersection(line.bbox, region.bbox) >= MIN_COVER * _area(line.bbox)]
+    if len(inside) < TEXT_FIGURE_MIN_LINES:
+        return False
+    cover = _covered(region, inside) / max(_area(region.bbox), 1e-9)
+    if cover >= TEXT_FIGURE_MIN_COVER:
+        return True
+    # Sparser text (an index, a table of contents: short entries, wide gaps) is still text when
+    # it is many long lines; a chart's labels and a photo's false detections are short.
+    num_long = sum(line.upright_size[0] >= PROSE_LINE_ASPECT * line.upright_size[1] for line in inside)
+    return num_long >= PROSE_FIGURE_MIN_LINES and cover >= PROSE_FIGURE_MIN_COVER
 
 
 def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
@@ -108,8 +127,10 @@ def _covered(region: Region, lines: Sequence[TextLine]) -> float:
     return sum(_intersection(line.bbox, region.bbox) for line in lines)
 
 
-def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
-    """Blocks of lines that sit next to each other in a row or stacked in a column."""
+def group_lines(lines: Sequence[TextLine], page: np.ndarray | None = None) -> list[list[TextLine]]:
+    """Blocks of lines that sit next to each other in a row or stacked in a column. Two lines
+    in a row further apart than a column gap still belong together when ink runs between them
+    (a table of contents' or an index's dot leaders); a gutter is blank."""
     parent = list(range(len(lines)))
 
     def root(i: int) -> int:
@@ -121,7 +142,8 @@ def group_lines(lines: Sequence[TextLine]) -> list[list[TextLine]]:
     bands = [line.band for line in lines]
     for a in range(len(lines)):
         for b in range(a + 1, len(lines)):
-            if _are_neighbours(lines[a].bbox, bands[a], lines[b].bbox, bands[b]):
+            if _are_neighbours(lines[a].bbox, bands[a], lines[b].bbox, bands[b]) \
+                    or (page is not None and _joined_by_leaders(page, lines[a].bbox, bands[a], lines[b].bbox, bands[b])):
                 parent[root(a)] = root(b)
     blocks: dict[int, list[TextLine]] = {}
     for i, line in enumerate(lines):
@@ -141,6 +163,27 @@ def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence
     if same_row:
         return x_gap <= ROW_GAP_HEIGHTS * height
     return x_gap < 0 and y_gap <= STACK_GAP_HEIGHTS * height
+
+
+def _joined_by_leaders(page: np.ndarray, a: Sequence[float], a_band: tuple[float, float], b: Sequence[float],
+                       b_band: tuple[float, float]) -> bool:
+    """Same row, apart, and the gap between them dotted: at least `LEADER_INK_COLUMNS` of its
+    pixel columns hold ink (darker than mid-grey) within the row's band, and no blank stretch
+    in it is as wide as the row is tall (a gutter is blank, dots are close together)."""
+    (a_top, a_bottom), (b_top, b_bottom) = a_band, b_band
+    top, bottom = max(a_top, b_top), min(a_bottom, b_bottom)
+    if bottom - top < 0.5 * min(a_bottom - a_top, b_bottom - b_top):
+        return False
+    left, right = (a, b) if a[0] <= b[0] else (b, a)
+    x0, x1 = int(left[2]) + 1, int(right[0]) - 1
+    y0, y1 = max(0, int(top)), min(page.shape[0], int(np.ceil(bottom)))
+    if x1 - x0 < 4 or y1 <= y0:
+        return False
+    inked = (page[y0:y1, x0:x1].min(axis=2) < 128).any(axis=0)    # [columns]: darkest channel
+    if float(inked.mean()) < LEADER_INK_COLUMNS:
+        return False
+    ink_at = np.flatnonzero(np.concatenate(([True], inked, [True])))
+    return int(np.diff(ink_at).max()) - 1 < bottom - top
 
 
 def _grown(region: Region, lines: Sequence[TextLine]) -> Region:

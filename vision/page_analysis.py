@@ -12,7 +12,7 @@ JSON-ready dicts, so it can travel in Celery payloads.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -92,9 +92,9 @@ def analyze_page(image: Image.Image | np.ndarray, *, num_threads: int = DEFAULT_
     lines = LineDetector(num_threads).detect(pixels) if detect_lines else []
     lines_done = time.perf_counter()
 
-    assigned = assign_lines(regions, lines)
+    assigned = assign_lines(regions, lines, pixels)
     order = order_regions([a.region for a in assigned], height)
-    blocks = tuple(LayoutBlock(reading_index=position, region=assigned[i].region, role=role,
+    blocks = tuple(LayoutBlock(reading_index=position, region=_labelled_for(assigned[i].region, role), role=role,
                                lines=tuple(_ordered_lines(assigned[i].region, assigned[i].lines)))
                    for position, (i, role) in enumerate(order))
     order_done = time.perf_counter()
@@ -102,6 +102,14 @@ def analyze_page(image: Image.Image | np.ndarray, *, num_threads: int = DEFAULT_
     timings = StageTimings(render_s=render_s, layout_s=layout_done - started,
                            lines_s=lines_done - layout_done, order_s=order_done - lines_done)
     return PageLayout(width, height, blocks, timings)
+
+
+def _labelled_for(region: Region, role: PageRole) -> Region:
+    """A region labelled header or footer that reading order put in the body (a chapter title
+    the layout model took for a running header, a footnote for a footer) is a title or text."""
+    if role is PageRole.BODY and region.label in ("header", "footer"):
+        return replace(region, label="title" if region.label == "header" else "text")
+    return region
 
 
 def _ordered_lines(region: Region, lines: tuple[TextLine, ...]) -> list[TextLine]:

@@ -1,7 +1,8 @@
 """Reading order of the regions on a page, and of the lines inside a region.
 
 Regions: headers come first and footers last (each top to bottom); they are
-known by label, or by sitting as a thin strip in the top or bottom margin. The
+known by label and position, or by sitting as a thin strip in the top or bottom
+margin, or level with another header or footer (the page number beside it). The
 body is read by recursive XY-cut (Nagy and Seth's method, columns first): a
 vertical gutter that no region crosses splits a group of regions into columns,
 read left to right; a group with no such gutter (a title or figure spans it) is
@@ -27,7 +28,8 @@ from vision.lines import TextLine
 
 Box = tuple[float, float, float, float]
 
-MARGIN_BAND = 0.07           # top/bottom share of the page where running headers/footers live
+MARGIN_BAND = 0.08           # top/bottom share of the page where running headers/footers live
+LABELLED_MARGIN_BAND = 0.12  # ... and where a region the layout model labels header/footer must lie to be one
 MAX_MARGIN_REGION = 0.04     # ... and how tall (share of page height) such a strip may be
 SAME_ROW_OVERLAP = 0.5       # vertical overlap, as a share of the shorter line, that puts two lines in one row
 GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this still leave a gap between them
@@ -42,11 +44,14 @@ class PageRole(StrEnum):
 
 
 def page_role(region: Region, page_height: float) -> PageRole:
-    if region.label == "header":
-        return PageRole.HEADER
-    if region.label == "footer":
-        return PageRole.FOOTER
+    """Header or footer by label when the region sits in the page's top or bottom
+    `LABELLED_MARGIN_BAND` (the layout model labels a chapter title lower down a header
+    too), or by being a thin text strip in the top or bottom `MARGIN_BAND`."""
     x0, y0, x1, y1 = region.bbox
+    if region.label == "header" and y1 <= LABELLED_MARGIN_BAND * page_height:
+        return PageRole.HEADER
+    if region.label == "footer" and y0 >= (1 - LABELLED_MARGIN_BAND) * page_height:
+        return PageRole.FOOTER
     is_strip = region.task is RecognitionTask.TEXT and (y1 - y0) <= MAX_MARGIN_REGION * page_height
     if is_strip and y1 <= MARGIN_BAND * page_height:
         return PageRole.HEADER
@@ -55,9 +60,25 @@ def page_role(region: Region, page_height: float) -> PageRole:
     return PageRole.BODY
 
 
+def page_roles(regions: Sequence[Region], page_height: float) -> list[PageRole]:
+    """Each region's role; a thin strip level with a running header or footer (the page number
+    beside the header's title) shares its role."""
+    roles = [page_role(region, page_height) for region in regions]
+    for i, region in enumerate(regions):
+        x0, y0, x1, y1 = region.bbox
+        if roles[i] is not PageRole.BODY or region.task is not RecognitionTask.TEXT \
+                or (y1 - y0) > MAX_MARGIN_REGION * page_height:
+            continue
+        for j, other in enumerate(regions):
+            if roles[j] is not PageRole.BODY and min(y1, other.bbox[3]) - max(y0, other.bbox[1]) > 0.5 * (y1 - y0):
+                roles[i] = roles[j]
+                break
+    return roles
+
+
 def order_regions(regions: Sequence[Region], page_height: float) -> list[tuple[int, PageRole]]:
     """(index into `regions`, role) for every region, in reading order."""
-    roles = [page_role(region, page_height) for region in regions]
+    roles = page_roles(regions, page_height)
     ordered: list[tuple[int, PageRole]] = []
     for role in (PageRole.HEADER, PageRole.BODY, PageRole.FOOTER):
         ids = [i for i, r in enumerate(roles) if r is role]

@@ -104,3 +104,15 @@ def test_figures_and_equations_keep_their_lines():
     formula = [_line(150, 705, 650, 735), _line(150, 745, 400, 775)]
     assigned = assign_lines([figure, equation], labels + formula)
     assert [(a.region.label, set(a.lines)) for a in assigned] == [("figure", set(labels)), ("equation", set(formula))]
+
+
+def test_dot_leaders_join_an_entry_to_its_page_number_and_a_blank_gutter_does_not():
+    page = np.full((200, 1000, 3), 255, np.uint8)
+    entry, number = _line(100, 50, 300, 70), _line(560, 50, 590, 70)      # "Arrays ........ 20"
+    for x in range(305, 555, 8):
+        page[62:65, x:x + 2] = 0                                          # the dots, 8 px apart
+    left, right = _line(100, 120, 450, 140), _line(600, 120, 900, 140)    # two columns, blank between
+    groups = group_lines([entry, number, left, right], page)
+    assert sorted([line.bbox for line in group] for group in groups) == sorted(
+        [[entry.bbox, number.bbox], [left.bbox], [right.bbox]])
+    assert sorted(len(g) for g in group_lines([entry, number], None)) == [1, 1]   # without the pixels: apart

@@ -45,12 +45,16 @@ def test_headers_first_and_footers_last_by_label_or_position():
         _text(100, 960, 900, 985),                 # thin strip in the bottom margin: footer
         _text(100, 100, 900, 400),
         _text(100, 10, 500, 40),                   # thin strip in the top margin: header
-        _text(100, 500, 900, 700, label="footer"),  # labelled footer, wherever it is
-        _text(600, 12, 900, 38, label="header"),
+        _text(100, 900, 900, 930, label="footer"),  # labelled footer near the bottom
+        _text(600, 85, 900, 110, label="header"),  # labelled header, in the top 12%
         Region("figure", (100, 940, 900, 990), 0.9),  # figures are never running headers/footers
+        _text(100, 500, 900, 700, label="footer"),  # labelled footer mid-page: a footnote, body
+        _text(100, 130, 600, 160, label="header"),  # labelled header under the margin: a chapter title
+        _text(920, 86, 960, 108),                   # a page number level with that header, below the strip band
     ]
     order = order_regions(regions, PAGE_H)
-    assert order == [(2, PageRole.HEADER), (4, PageRole.HEADER), (1, PageRole.BODY), (5, PageRole.BODY),
+    assert order == [(2, PageRole.HEADER), (4, PageRole.HEADER), (8, PageRole.HEADER), (7, PageRole.BODY),
+                     (1, PageRole.BODY), (6, PageRole.BODY), (5, PageRole.BODY),
                      (3, PageRole.FOOTER), (0, PageRole.FOOTER)]
     assert page_role(_text(100, 10, 900, 200), PAGE_H) is PageRole.BODY   # tall: not a running header
 

@@ -98,10 +98,11 @@ def test_a_figure_that_is_all_text_lines_is_read_as_text():
     dense = [TextLine((100, 105 + 20 * i, 500, 122 + 20 * i), 0.9) for i in range(9)]
     labels = [TextLine((110, 410 + 60 * i, 160, 425 + 60 * i), 0.9) for i in range(4)]
     assigned = assign_lines([figure, chart], dense + labels)
-    assert assigned[0].region.label == "text" and assigned[0].region.task is RecognitionTask.TEXT
-    assert set(assigned[0].lines) == set(dense)
     # a chart's few labels stay with the figure, which keeps them to be read as its text
-    assert assigned[1].region == chart and set(assigned[1].lines) == set(labels)
+    assert assigned[0].region == chart and set(assigned[0].lines) == set(labels)
+    # the "figure" of text is dropped: its lines make a text block of their own
+    assert assigned[1].region.label == "text" and assigned[1].region.task is RecognitionTask.TEXT
+    assert set(assigned[1].lines) == set(dense)
     assert len(assigned) == 2
 
 
