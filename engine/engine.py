@@ -22,7 +22,7 @@ from engine.multimodal.config import MultimodalConfig
 from engine.multimodal.image_decode import ImageData
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestOutput
-from engine.sampler import Sampler, SamplerState
+from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
 from engine.stop import StopChecker
@@ -257,10 +257,11 @@ class Engine:
             return   # held: the model may still replace this output when it finishes
         outputs.append(req.take_output())
 
-    def _rescored_output(self, req: Request) -> list[int] | None:
+    def _rescored_output(self, req: Request) -> tuple[list[int], list[TokenLogprobs]] | None:
         """A finished line whose greedy output differs from the model's draft: the draft where the
-        model scores it higher, else None. Runs before the request leaves the scheduler, while
-        its K/V (the prompt and the output the two share) is still its own."""
+        model scores it higher, with its tokens' logprobs when the request asks for them, else None.
+        Runs before the request leaves the scheduler, while its K/V (the prompt and the output
+        the two share) is still its own."""
         draft, output = req.draft_ids, req.output_ids
         eos_positions = [i for i, t in enumerate(draft) if t in self.eos_token_ids]
         if output == draft or eos_positions != [len(draft) - 1] or len(draft) > req.max_output_len:
@@ -271,19 +272,28 @@ class Engine:
         slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
         past = [self.pool.gather(layer, slots) for layer in range(self.model_config.num_layers)]
         features = req.multimodal.images[0].pixel_values
-        mine, theirs = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft,
-                                                 common, past)
+        scores = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft,
+                                           common, past)
         self.num_rescored += 1
-        kept_draft = theirs > mine
+        kept_draft = scores.draft > scores.output
         if self.metrics is not None:
             self.metrics.on_rescored(kept_draft)
         if not kept_draft:
             return None
         self.num_draft_chosen += 1
-        return list(draft)
+        logprobs: list[TokenLogprobs] = []
+        if req.params.logprobs is not None:
+            # The common start's as decoded (a rescored request's are all still pending), the rest
+            # from the rows the draft was just scored with: one token a step would give the same.
+            assert len(req.pending_logprobs) == len(output), (len(req.pending_logprobs), len(output))
+            top_ks = [req.params.logprobs] * (len(draft) - common)
+            rest = token_logprobs(scores.draft_log_probs, draft[common:], top_ks)
+            logprobs = req.pending_logprobs[:common] + rest
+        return list(draft), logprobs
 
-    def _replace_output(self, req: Request, chosen: list[int]) -> None:
-        """Hand back `chosen` instead of what was decoded (nothing was handed back yet)."""
+    def _replace_output(self, req: Request, chosen: list[int], logprobs: list[TokenLogprobs]) -> None:
+        """Hand back `chosen` (and its tokens' `logprobs`, where asked for) instead of what was
+        decoded (nothing was handed back yet)."""
         checker = StopChecker(req.params, self.eos_token_ids, self.detok_tokenizer, req.prompt_ids)
         text = ""
         for i, token in enumerate(chosen):
@@ -293,7 +303,7 @@ class Engine:
                 break
         req.output_ids = chosen
         req.stop_checker = checker
-        req.pending_text, req.pending_token_ids = text, list(chosen)
+        req.pending_text, req.pending_token_ids, req.pending_logprobs = text, list(chosen), logprobs
 
     def _verify_draft(self, req: Request, logits: torch.Tensor, now: float) -> None:
         """Greedy verification: the model's own choice at each position, kept while it agrees
@@ -321,13 +331,19 @@ class Engine:
         if self.metrics is not None:
             self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
         req.spec_ids = []
-        if req.rescore:
-            rows = logits[:len(accepted)].float().log_softmax(-1)
-            log_probs = rows.gather(1, torch.tensor(accepted)[:, None]).squeeze(1).tolist()
+        logprobs: list[TokenLogprobs | None] = [None] * len(accepted)
+        if req.rescore or req.params.logprobs is not None:
+            # A drafted request is plain greedy (`SamplingParams.allows_draft`): each kept token's
+            # logprobs are what the sampler reports for it decoded alone, the log-softmax of its
+            # raw logits row in float32; only the forward pass that made the row differs.
+            rows = logits[:len(accepted)].float().log_softmax(-1)         # [accepted, vocab]
+            computed = token_logprobs(rows, accepted, [req.params.logprobs or 0] * len(accepted))
+            if req.params.logprobs is not None:
+                logprobs = computed
         for j, token in enumerate(accepted):
             if req.rescore:
-                req.output_log_probs.append(log_probs[j])
-            self._append_token(req, token, None, now)
+                req.output_log_probs.append(computed[j].logprob)
+            self._append_token(req, token, logprobs[j], now)
             if req.finished:
                 break
 
@@ -366,7 +382,7 @@ class Engine:
             chosen = self._rescored_output(req) if req.rescore and reason == "stop" else None
             self.scheduler.remove(req)
             if chosen is not None:
-                self._replace_output(req, chosen)
+                self._replace_output(req, *chosen)
             if self.metrics is not None:
                 self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason)
 

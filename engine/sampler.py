@@ -284,12 +284,26 @@ def _gather_logprobs(logits: torch.Tensor, scaled: torch.Tensor | None, random_r
     scaled_pos = {row: j for j, row in enumerate(random_rows)}
     z = torch.stack([scaled[scaled_pos[i]] if i in scaled_pos else logits[i] for i in rows])  # [num_lp, vocab]
     lp = torch.log_softmax(z, dim=-1)                  # on CPU far cheaper than logsumexp
-    chosen = lp.gather(1, token_ids[rows][:, None]).squeeze(1).tolist()
-    max_k = max(states[i].params.logprobs for i in rows)
-    top_vals, top_idx = lp.topk(max_k, dim=-1) if max_k else (lp[:, :0], lp[:, :0].long())
+    items = token_logprobs(lp, token_ids[rows].tolist(), [states[i].params.logprobs for i in rows])
+    for i, item in zip(rows, items):
+        out[i] = item
+    return out
+
+
+def token_logprobs(log_probs: torch.Tensor, token_ids: Sequence[int], top_ks: Sequence[int]) -> list[TokenLogprobs]:
+    """One TokenLogprobs per row of log-probabilities [rows, vocab] (float32): the row at its
+    chosen token, and its top k (k = top_ks[row]; -inf alternatives left out).
+
+    The one place a TokenLogprobs is made from a distribution: the sampler's rows, and the rows
+    a draft is verified or rescored with (engine.py), so a drafted greedy request reports what
+    decoding it one token a step reports."""
+    ids = torch.tensor(list(token_ids), dtype=torch.int64, device=log_probs.device)
+    chosen = log_probs.gather(1, ids[:, None]).squeeze(1).tolist()
+    max_k = max(top_ks, default=0)
+    top_vals, top_idx = log_probs.topk(max_k, dim=-1) if max_k else (log_probs[:, :0], log_probs[:, :0].long())
     top_vals, top_idx = top_vals.tolist(), top_idx.tolist()
-    for j, i in enumerate(rows):
-        k = states[i].params.logprobs
+    out = []
+    for j, (token_id, k) in enumerate(zip(ids.tolist(), top_ks)):
         top = [(t, v) for t, v in zip(top_idx[j][:k], top_vals[j][:k]) if v != float("-inf")]
-        out[i] = TokenLogprobs(token_id=int(token_ids[i]), logprob=chosen[j], top=top)
+        out.append(TokenLogprobs(token_id=token_id, logprob=chosen[j], top=top))
     return out

@@ -56,9 +56,13 @@ class SamplingParams:
     @property
     def allows_draft(self) -> bool:
         """Whether speculative decoding may verify drafts for this request: plain greedy
-        (argmax of the raw logits), so accepting a drafted token is exactly sampling it."""
+        (argmax of the raw logits), so accepting a drafted token is exactly sampling it.
+
+        Logprobs, chosen or top-k, do not stand in the way: a greedy row's logprobs are the
+        log-softmax of the same raw logits, which verification (and rescoring) compute for each
+        token they keep, as decoding one token a step would (engine.py `_verify_draft`)."""
         return (self.is_greedy and self.repetition_penalty == 1.0 and self.frequency_penalty == 0.0
-                and self.presence_penalty == 0.0 and self.logprobs is None and self.grammar is None)
+                and self.presence_penalty == 0.0 and self.grammar is None)
 
     @property
     def top_k_enabled(self) -> bool:

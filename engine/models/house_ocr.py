@@ -25,7 +25,8 @@ head's, the engine keeps whichever scores higher under both heads,
 w log P_ctc + (1 - w) log P_dec (`rescore`; w is `house_ocr.ctc_weight` in
 config.json, the reference rule is `HouseOCR.decode` in training/house_ocr/
 model.py). Only plain greedy requests with a draft and no stop conditions of
-their own are rescored, and their text is handed back when the line is done.
+their own are rescored (logprobs may be asked for: a kept draft reports its
+tokens' decoder log-probs), and their text is handed back when the line is done.
 
 The reference this is tested against is training/house_ocr/model.py (plain
 PyTorch, the module that was trained).
@@ -54,6 +55,16 @@ MERGE = 2
 
 def image_token_count(frames: int) -> int:
     return -(-frames // MERGE)
+
+
+@dataclasses.dataclass(frozen=True)
+class RescoredLine:
+    """`HouseOcrModel.rescore`'s answer: the two readings' scores (up to the term they share),
+    and the decoder's log-probabilities at each token of the draft's continuation."""
+
+    output: float
+    draft: float
+    draft_log_probs: torch.Tensor   # [len(draft) - j, vocab] float32: row i predicts draft[j + i]
 
 
 class HouseOcrPreprocessor:
@@ -147,13 +158,14 @@ class HouseOcrModel:
     @torch.inference_mode()
     def rescore(self, prompt_ids: list[int], features: torch.Tensor, output_ids: list[int],
                 output_log_probs: list[float], draft_ids: list[int], j: int,
-                past: list[tuple[torch.Tensor, torch.Tensor]], blank_id: int = 0) -> tuple[float, float]:
+                past: list[tuple[torch.Tensor, torch.Tensor]], blank_id: int = 0) -> RescoredLine:
         """Scores of a finished greedy line's output and of its draft (both ending in EOS), up to a
         term they share: w log P_ctc(y) + (1 - w) log P_dec(y[j:] | prompt, y[:j]), where j is the
         length of their common start. The output's decoder term is the sum of its tokens' log-probs
         as they were decoded (`output_log_probs`); the draft's continuation is run once over `past`,
         the K/V of the prompt and y[:j] but its last token (the finished request's pool rows), so
-        a line that parts from its draft late costs little."""
+        a line that parts from its draft late costs little. That pass's log-probability rows come
+        back too: a request that asks for logprobs and keeps its draft reports them."""
         assert output_ids[:j] == draft_ids[:j] and output_ids[j] != draft_ids[j], j
         before = len(prompt_ids) + j - 1
         assert len(output_log_probs) == len(output_ids), (len(output_log_probs), len(output_ids))
@@ -165,8 +177,9 @@ class HouseOcrModel:
         output_decoder = sum(output_log_probs[j:])
         ctc = self._ctc_logits(features).float().log_softmax(-1)
         w = self.ctc_weight
-        return (w * self._ctc_log_prob(ctc, output_ids, blank_id) + (1.0 - w) * output_decoder,
-                w * self._ctc_log_prob(ctc, draft_ids, blank_id) + (1.0 - w) * draft_decoder)
+        return RescoredLine(output=w * self._ctc_log_prob(ctc, output_ids, blank_id) + (1.0 - w) * output_decoder,
+                            draft=w * self._ctc_log_prob(ctc, draft_ids, blank_id) + (1.0 - w) * draft_decoder,
+                            draft_log_probs=log_probs)
 
     def _ctc_log_prob(self, log_probs: torch.Tensor, y: list[int], blank_id: int) -> float:
         """log P_ctc(y | frames) of a reading (its EOS left out); -inf where the frames cannot spell it."""

@@ -197,8 +197,11 @@ def test_wrong_drafts_change_nothing_and_their_kv_is_given_back(crops, reference
 def test_only_plain_greedy_requests_get_a_draft(engine, crops):
     image = [png(crops[0])]
     assert engine.make_request(prompt(engine), greedy(), images=image).draft_ids
+    for logprobs in (0, 3):   # logprobs are computed for verified tokens too (test_house_ocr_logprobs.py)
+        params = SamplingParams(temperature=0, max_tokens=8, logprobs=logprobs)
+        assert engine.make_request(prompt(engine), params, images=image).draft_ids
     for params in (SamplingParams(temperature=0.7, max_tokens=8), SamplingParams(temperature=0, max_tokens=8,
-                   repetition_penalty=1.2), SamplingParams(temperature=0, max_tokens=8, logprobs=1)):
+                   repetition_penalty=1.2)):
         assert engine.make_request(prompt(engine), params, images=image).draft_ids is None
 
 
@@ -308,7 +311,8 @@ def test_ctc_rescoring_keeps_the_reference_reading_where_decoder_and_draft_disag
     # tokens' log-probs as decoded, the draft's over the pool's K/V of the rest); the difference
     # between the two scores is the reference's, over whole sequences.
     for i in disagree:
-        mine, theirs = scored[tuple(drafts[i])]
+        result = scored[tuple(drafts[i])]
+        mine, theirs = result.output, result.draft
         ref_mine, ref_theirs = reference.sequence_scores(features[i], [greedy_ids[i], drafts[i]])
         assert mine - theirs == pytest.approx(ref_mine - ref_theirs, abs=1e-3)
 

@@ -11,7 +11,8 @@ import torch
 from transformers.generation.logits_process import (MinPLogitsWarper, RepetitionPenaltyLogitsProcessor,
                                                     TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
-from engine.sampler import Sampler, SamplerState, apply_count_penalties, apply_repetition_penalty, truncated_probs
+from engine.sampler import (Sampler, SamplerState, apply_count_penalties, apply_repetition_penalty, token_logprobs,
+                            truncated_probs)
 from engine.sampling_params import SamplingParams
 
 VOCAB = 4096
@@ -200,6 +201,16 @@ def test_logprobs_are_normalised_and_report_the_chosen_token():
     assert sampled.token_id == tokens[1]
     assert math.isclose(sampled.logprob, float(expected[tokens[1]]), abs_tol=1e-5)
     assert [t for t, _ in sampled.top] == expected.topk(2).indices.tolist()
+
+
+def test_a_greedy_rows_logprobs_are_token_logprobs_of_its_log_softmax():
+    """What verification of a draft reports for a kept token (engine.py) is, for a plain greedy
+    row, exactly what the sampler reports: token_logprobs over the row's float32 log-softmax."""
+    logits = random_logits(4, seed=14)
+    top_ks = [0, 1, 5, 0]
+    _, logprobs = Sampler(VOCAB).sample(logits.clone(), [state(temperature=0, logprobs=k) for k in top_ks])
+    assert logprobs == token_logprobs(logits.log_softmax(-1), logits.argmax(-1).tolist(), top_ks)
+    assert [len(item.top) for item in logprobs] == top_ks
 
 
 def test_allowed_mask_comes_before_everything():

@@ -74,3 +74,11 @@ def test_error_hierarchy():
     assert isinstance(err, InvalidRequestError) and isinstance(err, ValueError) and isinstance(err, EngineError)
     assert (err.prompt_len, err.limit) == (5000, 4095)
     assert "5000" in str(err) and "4095" in str(err)
+
+
+def test_drafts_are_for_plain_greedy_requests_whether_or_not_they_ask_for_logprobs():
+    for logprobs in (None, 0, 5):   # verified tokens get the logprobs one-token-a-step decoding gives
+        assert SamplingParams(temperature=0, logprobs=logprobs).allows_draft
+    for changed in ({"temperature": 0.7}, {"repetition_penalty": 1.2}, {"frequency_penalty": 0.5},
+                    {"presence_penalty": -0.5}, {"grammar": object()}):
+        assert not SamplingParams(**{"temperature": 0, "logprobs": 0, **changed}).allows_draft

@@ -2,7 +2,10 @@
 on hard lines where the decoder's greedy reading and the CTC draft disagree,
 plain and streamed chat completions both give the reference's reading
 (`HouseOCR.decode`, CTC rescoring) — a rescored line is streamed whole when it
-is done — and /metrics counts the lines rescored."""
+is done — and /metrics counts the lines rescored. `"logprobs": true` keeps the
+drafts and the rescoring: one entry per output token, the decoder's log-prob of
+each token of the reading returned (test_house_ocr_logprobs.py checks the engine
+side in detail)."""
 from __future__ import annotations
 
 import base64
@@ -17,8 +20,9 @@ from PIL import ImageFilter
 
 from engine.loader import resolve_model
 from engine.models.line_encoder import LineEncoder
-from tests.engine.server.conftest import EngineServer
-from tests.engine.test_house_ocr import HARD_LINES, png, render
+from tests.engine.server.conftest import EngineServer, read_metrics
+from tests.engine.test_house_ocr import HARD_LINES, LINES, png, render
+from tests.engine.test_house_ocr_logprobs import TOLERANCE, reference_log_probs
 from training.house_ocr import charset
 from training.house_ocr.export import load_exported
 
@@ -61,3 +65,41 @@ def test_plain_and_streamed_replies_are_the_rescored_reading(house_server):
     metrics = httpx.get(house_server + "/metrics", timeout=10).text
     counts = dict(re.findall(r'^ocrserve_spec_rescored_lines_total\{kept="(\w+)"\} ([0-9.]+)$', metrics, re.M))
     assert float(counts["decoder"]) + float(counts["draft"]) >= 2 * rescored   # plain and streamed
+
+
+def test_chat_logprobs_keep_drafts_and_rescoring(house_server):
+    """What the document pipeline asks for a line's confidence: `"logprobs": true`, no top_logprobs."""
+    client = openai.OpenAI(base_url=house_server + "/v1", api_key="unused", max_retries=0, timeout=120)
+    reference = load_exported(resolve_model("house-ocr"))
+    encoder = LineEncoder(1)
+    crops = [render(*LINES[1])] + [render(*line).filter(ImageFilter.GaussianBlur(0.6)) for line in HARD_LINES]
+
+    def accepted() -> float:
+        metrics = read_metrics(httpx.get(house_server + "/metrics", timeout=10).text)
+        return metrics["ocrserve_spec_accepted_tokens_total"]
+
+    before, kept_draft = accepted(), 0
+    for crop in crops:
+        features = torch.from_numpy(encoder.encode(np.asarray(crop)))
+        expected = reference.decode(features, 256)
+        kept_draft += expected != reference.greedy(features, 256)
+        want = reference_log_probs(reference, features, expected).gather(1, torch.tensor(expected)[:, None])
+        url = "data:image/png;base64," + base64.b64encode(png(crop)).decode()
+        messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                 {"type": "text", "text": "Text Recognition:"}]}]
+        reply = client.chat.completions.create(model="house-ocr", messages=messages, max_tokens=256, temperature=0,
+                                               logprobs=True)
+        choice = reply.choices[0]
+        assert choice.message.content == charset.decode(expected) and choice.finish_reason == "stop"
+        entries = choice.logprobs.content
+        assert len(entries) == reply.usage.completion_tokens == len(expected)
+        # every output token, the line's closing </s> too (listed as its text, as for any model)
+        assert "".join(e.token for e in entries) == choice.message.content + "</s>"
+        assert all(e.top_logprobs == [] and e.logprob <= 0.0 for e in entries)
+        assert [e.logprob for e in entries] == pytest.approx(want.squeeze(1).tolist(), abs=TOLERANCE, rel=0)
+        streamed = [e for chunk in client.chat.completions.create(
+            model="house-ocr", messages=messages, max_tokens=256, temperature=0, logprobs=True, stream=True)
+            if chunk.choices and chunk.choices[0].logprobs for e in chunk.choices[0].logprobs.content]
+        assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in entries]
+    assert kept_draft, "no line kept its draft: the test checks nothing"
+    assert accepted() > before   # the drafts were still verified
