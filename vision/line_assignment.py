@@ -14,7 +14,8 @@ A figure that is mostly text lines — the layout model takes dense small print,
 a table of contents or an index for a picture — is no figure: at least
 `TEXT_FIGURE_MIN_LINES` lines whose boxes cover `TEXT_FIGURE_MIN_COVER` of it
 (a chart's labels cover far less), or at least `PROSE_FIGURE_MIN_LINES` long
-lines covering `PROSE_FIGURE_MIN_COVER` of it (an index); its box is dropped and its lines go to the
+lines or `TEXT_FIGURE_MANY_LINES` lines of any length covering
+`PROSE_FIGURE_MIN_COVER` of it (an index); its box is dropped and its lines go to the
 text regions under it or become text blocks of their own.
 A text region lying mostly inside a larger text region (the layout model
 boxed a few lines of a paragraph twice) is folded into it: two boxes sharing
@@ -46,7 +47,8 @@ TEXT_FIGURE_MIN_LINES = 3
 TEXT_FIGURE_MIN_COVER = 0.45
 PROSE_FIGURE_MIN_LINES = 8
 PROSE_LINE_ASPECT = 8.0     # length / thickness from which a line counts as long
-PROSE_FIGURE_MIN_COVER = 0.15
+TEXT_FIGURE_MANY_LINES = 30  # ... or this many lines of any length (an index of short names)
+PROSE_FIGURE_MIN_COVER = 0.1
 NESTED_TEXT_INSIDE = 0.8    # share of a text region's area inside a larger text region that folds it in
 DUPLICATE_TEXT_COVER = 0.5   # share of a line-less text region under other regions' lines that drops it
 
@@ -97,7 +99,8 @@ def _is_text_figure(region: Region, lines: Sequence[TextLine]) -> bool:
     # Sparser text (an index, a table of contents: short entries, wide gaps) is still text when
     # it is many long lines; a chart's labels and a photo's false detections are short.
     num_long = sum(line.upright_size[0] >= PROSE_LINE_ASPECT * line.upright_size[1] for line in inside)
-    return num_long >= PROSE_FIGURE_MIN_LINES and cover >= PROSE_FIGURE_MIN_COVER
+    many = num_long >= PROSE_FIGURE_MIN_LINES or len(inside) >= TEXT_FIGURE_MANY_LINES
+    return many and cover >= PROSE_FIGURE_MIN_COVER
 
 
 def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
@@ -160,8 +163,8 @@ def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence
     x_gap = max(a[0], b[0]) - min(a[2], b[2])   # negative when the x-ranges overlap
     y_gap = max(a_top, b_top) - min(a_bottom, b_bottom)
     same_row = y_gap < -0.5 * min(a_bottom - a_top, b_bottom - b_top)
-    if same_row:
-        return x_gap <= ROW_GAP_HEIGHTS * height
+    if same_row:   # the shorter line's height: a tall letter heading beside a column must not bridge the gutter
+        return x_gap <= ROW_GAP_HEIGHTS * min(a_bottom - a_top, b_bottom - b_top)
     return x_gap < 0 and y_gap <= STACK_GAP_HEIGHTS * height
 
 

@@ -145,19 +145,29 @@ def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
 
 def _join_columned(slices: list[list[int]], boxes: Sequence[Box], min_column_share: float,
                    min_column_items: int) -> list[list[int]]:
-    """Neighbouring slices joined when both have a gutter and their gutters overlap."""
+    """Neighbouring slices joined while they keep a gutter in common: both have gutters that
+    overlap, or one has a gutter that nothing of the other crosses (a stretch where only the
+    left column has text, the right one a gap, is still part of the columns)."""
     def gutters(piece: list[int]) -> list[tuple[float, float]]:
         if _split_columns(piece, boxes, min_column_share, 1) is None:
             return []
         return _gaps([(boxes[i][0], boxes[i][2]) for i in piece])
 
+    def uncrossed(piece: list[int], candidates: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        return [(g0, g1) for g0, g1 in candidates if not any(boxes[i][0] < g1 and boxes[i][2] > g0 for i in piece)]
+
     joined: list[list[int]] = []
     joined_gutters: list[tuple[float, float]] = []
     for piece in slices:
         piece_gutters = gutters(piece)
-        shared = [(max(a0, b0), min(a1, b1)) for a0, a1 in joined_gutters for b0, b1 in piece_gutters
-                  if min(a1, b1) > max(a0, b0)]
-        if joined and shared:
+        if not joined:
+            shared = []
+        elif joined_gutters and piece_gutters:
+            shared = [(max(a0, b0), min(a1, b1)) for a0, a1 in joined_gutters for b0, b1 in piece_gutters
+                      if min(a1, b1) > max(a0, b0)]
+        else:
+            shared = uncrossed(piece, joined_gutters) if joined_gutters else uncrossed(joined[-1], piece_gutters)
+        if shared:
             joined[-1] = joined[-1] + piece
             joined_gutters = shared
         else:

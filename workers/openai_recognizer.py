@@ -8,6 +8,11 @@ at once (up to `max_concurrency` in flight) so the engine can batch them with
 other pages' requests. Greedy first; a reply cut off by the token limit (the
 usual sign of a repetition loop) is asked again once at a higher temperature.
 
+Each reply's confidence is the geometric mean of its tokens' probabilities,
+end-of-text included, from the standard `logprobs` field (our engine gives them
+without giving up the house model's draft or rescoring; a server that sends
+none leaves the confidence unknown).
+
 How replies map to errors (see `workers.recognizer`):
 
 | reply | error |
@@ -21,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import math
 from typing import Any
 
 import httpx
@@ -95,7 +101,7 @@ class OpenAIVisionRecognizer:
         ]
         for temperature in TEMPERATURE_LADDER:
             body = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                    "max_tokens": MAX_TOKENS[item.task], "temperature": temperature}
+                    "max_tokens": MAX_TOKENS[item.task], "temperature": temperature, "logprobs": True}
             try:
                 response = await client.post("/chat/completions", json=body)
             except httpx.TransportError as exc:   # connect/read/write errors and timeouts
@@ -105,7 +111,8 @@ class OpenAIVisionRecognizer:
                 return self._refusal(response)
             choice = response.json()["choices"][0]
             if choice.get("finish_reason") != "length":
-                return RecognitionOutcome((choice["message"].get("content") or "").strip())
+                return RecognitionOutcome((choice["message"].get("content") or "").strip(),
+                                          confidence=_confidence(choice.get("logprobs")))
         return RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[item.task]}-token limit at every "
                                         f"temperature tried (a repetition loop)")
 
@@ -132,6 +139,14 @@ def _error_fields(response: httpx.Response) -> tuple[str, str | None]:
     if not isinstance(error, dict):
         return str(error)[:200], None
     return str(error.get("message") or response.reason_phrase)[:300], error.get("code")
+
+
+def _confidence(logprobs: Any) -> float | None:
+    """exp(mean log-prob) of the reply's tokens, or None when the reply carries none."""
+    entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+    values = [entry.get("logprob") for entry in entries or () if isinstance(entry, dict)]
+    values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return math.exp(sum(values) / len(values)) if values else None
 
 
 def _data_url(image: Image.Image) -> str:

@@ -57,6 +57,7 @@ class RecognitionItem:
 class RecognitionOutcome:
     text: str | None            # None when this crop failed
     error: str | None = None    # a sentence, when text is None
+    confidence: float | None = None   # 0-1 when the recogniser gives one
 
     def __post_init__(self) -> None:
         assert (self.text is None) != (self.error is None)

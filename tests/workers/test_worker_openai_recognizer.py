@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_pages_fall_back_to_the_text_layer_with_the_reason(engine_url, tmp_path)
     settings = Settings(data_dir=tmp_path, recognizer="openai", render_dpi=100, vision_num_threads=1,
                         engine_url=engine_url, engine_model=MODEL)
     service = JobService(settings)
-    job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))])
+    job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))], text_layer="never")
     runner = JobRunner(settings, OpenAIVisionRecognizer.from_settings(settings))
     for file_index, page_index in runner.start_job(job.id):
         assert runner.run_page(job.id, file_index, page_index, final_attempt=False) == "done"
@@ -85,3 +86,13 @@ def test_batch_run_stops_before_any_work_when_the_model_cannot_read_images(engin
 def test_an_unreachable_endpoint_is_temporary():
     with pytest.raises(RecognizerUnavailableError, match="unreachable"):
         OpenAIVisionRecognizer(f"http://127.0.0.1:{free_port()}/v1", MODEL, connect_timeout_s=1).check()
+
+
+def test_confidence_is_the_geometric_mean_of_token_probabilities():
+    from workers.openai_recognizer import _confidence
+
+    logprobs = {"content": [{"token": "a", "logprob": math.log(0.9)}, {"token": "b", "logprob": math.log(0.4)},
+                            {"token": "</s>", "logprob": 0.0}]}
+    assert _confidence(logprobs) == pytest.approx((0.9 * 0.4 * 1.0) ** (1 / 3))
+    assert _confidence(None) is None and _confidence({"content": None}) is None     # a server that sends none
+    assert _confidence({"content": [{"logprob": "junk"}, {"logprob": float("-inf")}]}) is None
