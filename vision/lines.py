@@ -8,13 +8,6 @@ rectangle is kept if the mean probability inside it reaches `box_threshold`,
 then grown back by the shrink applied in training — offset d = area * ratio /
 perimeter on every side — and its axis-aligned bounds become the line box.
 
-The network runs at the resolution the text needs, not the render's: cost grows
-with the pixels, and a 150-DPI page holds body text three times taller than the
-detector needs. A page is first run scaled to `PROBE_SIDE_LEN` on its longer
-side; when its median line is thinner than `MIN_TEXT_PX` there (small print),
-it is run again scaled up to make that line `TARGET_TEXT_PX` thick, never beyond
-`max_side_len`. `probe_side_len=None` runs once at `max_side_len`.
-
 A line keeps the angle of its rectangle (scanned pages are rarely straight):
 at 0.8 degrees a full-width line at 150 DPI drifts by 13 pixels, most of a line
 pitch, so its axis-aligned box also holds slices of its neighbours. Crops are
@@ -35,9 +28,6 @@ _MIN_BLOB_SIDE = 3      # shorter side of a blob, in map pixels, below which it 
 _PAD = 16               # white border added around inputs so lines touching the edge keep their ends
 _MIN_ANGLE_ASPECT = 3.0 # a blob's angle is trusted only when it is this many times longer than thick
 MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text, noise), not rotated
-PROBE_SIDE_LEN = 1024   # the page is first run at most this long on its longer side ...
-MIN_TEXT_PX = 16.0      # ... and again, larger, when its median line is thinner than this there ...
-TARGET_TEXT_PX = 20.0   # ... scaled so that the median line is about this thick (never above max_side_len)
 
 
 @dataclass(frozen=True)
@@ -77,12 +67,10 @@ class LineDetector:
     """Cheap to construct: the model itself is loaded once per process."""
 
     def __init__(self, num_threads: int = DEFAULT_NUM_THREADS, max_side_len: int = 2048,
-                 probe_side_len: int | None = PROBE_SIDE_LEN,
                  pixel_threshold: float = 0.3, box_threshold: float = 0.5, unclip_ratio: float = 1.6,
                  max_lines: int = 2000):
         self.num_threads = num_threads
         self.max_side_len = max_side_len
-        self.probe_side_len = probe_side_len
         self.pixel_threshold = pixel_threshold
         self.box_threshold = box_threshold
         self.unclip_ratio = unclip_ratio
@@ -102,37 +90,24 @@ class LineDetector:
             return []
         crop = image[y_off:y_end, x_off:x_end]
         padded = cv2.copyMakeBorder(crop, _PAD, _PAD, _PAD, _PAD, cv2.BORDER_CONSTANT, value=(255, 255, 255))
-        full = min(1.0, self.max_side_len / max(padded.shape[:2]))
-        if self.probe_side_len is None:
-            return self._detect_at(padded, full, crop.shape, x_off, y_off)
-        probe = min(full, self.probe_side_len / max(padded.shape[:2]))
-        lines = self._detect_at(padded, probe, crop.shape, x_off, y_off)
-        if lines and probe < full:
-            thickness = float(np.median([line.upright_size[1] for line in lines])) * probe   # network pixels
-            if thickness < MIN_TEXT_PX:
-                lines = self._detect_at(padded, min(full, probe * TARGET_TEXT_PX / thickness), crop.shape,
-                                        x_off, y_off)
-        return lines
-
-    def _detect_at(self, padded: np.ndarray, ratio: float, crop_shape: tuple[int, ...], x_off: int,
-                   y_off: int) -> list[TextLine]:
-        network_input, scale_x, scale_y = self._to_input(padded, ratio)
+        network_input, scale_x, scale_y = self._to_input(padded)
         session = get_session(LINE_DETECTOR_PPOCRV4, self.num_threads)
         probability = session.run(None, {session.get_inputs()[0].name: network_input})[0][0, 0]  # [h, w]
-        crop_h, crop_w = crop_shape[:2]
+
         lines = []
         for x0, y0, x1, y1, score, angle in self._boxes_from_map(probability):
             # map pixels -> padded-crop pixels -> page pixels, clamped to the crop
-            left = int(np.clip(round(x0 * scale_x) - _PAD, 0, crop_w)) + x_off
-            top = int(np.clip(round(y0 * scale_y) - _PAD, 0, crop_h)) + y_off
-            right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop_w)) + x_off
-            bottom = int(np.clip(round(y1 * scale_y) - _PAD, 0, crop_h)) + y_off
+            left = int(np.clip(round(x0 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
+            top = int(np.clip(round(y0 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
+            right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
+            bottom = int(np.clip(round(y1 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
             if right - left > 3 and bottom - top > 3:
                 lines.append(TextLine((left, top, right, bottom), score, angle))
         return lines
 
-    def _to_input(self, image: np.ndarray, ratio: float) -> tuple[np.ndarray, float, float]:
+    def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
         height, width = image.shape[:2]
+        ratio = min(1.0, self.max_side_len / max(height, width))
         input_h = max(_SIZE_MULTIPLE, int(round(height * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
         input_w = max(_SIZE_MULTIPLE, int(round(width * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
         # PaddleOCR's detectors were trained on OpenCV-loaded (BGR) images.
