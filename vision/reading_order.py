@@ -21,6 +21,7 @@ boxed whole) is read column by column (`order_text_lines`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from vision.layout import RecognitionTask, Region
@@ -35,6 +36,8 @@ SAME_ROW_OVERLAP = 0.5       # vertical overlap, as a share of the shorter line,
 GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this still leave a gap between them
 MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are not a column of their own
 MIN_LINE_COLUMN_LINES = 2
+MIN_ALIGNED_ROWS = 3          # ... judged on at least this many rows
+ALIGNED_ROW_SHARE = 0.5       # of a column's rows that must end at its right edge for lines to be read down it
 
 
 class PageRole(StrEnum):
@@ -91,46 +94,91 @@ def order_regions(regions: Sequence[Region], page_height: float) -> list[tuple[i
     return ordered
 
 
+@dataclass(frozen=True)
+class _CutRules:
+    min_column_share: float = 0.0   # of the group's width, that each column must span
+    min_column_items: int = 1       # boxes each column must hold
+    aligned_edges: bool = False     # every column but the last must end its rows at one edge
+
+
+REGION_RULES = _CutRules()
+LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES, aligned_edges=True)
+
+
 def order_boxes(boxes: Sequence[Box]) -> list[int]:
     """Indices of `boxes` in multi-column reading order (recursive XY-cut, see the module docstring)."""
-    return _xy_cut(list(range(len(boxes))), boxes, min_column_share=0.0, min_column_items=1)
+    return _xy_cut(list(range(len(boxes))), boxes, REGION_RULES)
 
 
-def _xy_cut(ids: list[int], boxes: Sequence[Box], min_column_share: float, min_column_items: int) -> list[int]:
+def _xy_cut(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> list[int]:
     """Columns first: a gutter that runs the whole height of the group splits it left to right.
     Else rows: the group is cut at every horizontal gap, and neighbouring slices that share a
     gutter are joined again (two columns whose paragraph gaps happen to line up are still
     columns, not slices read across). What cannot be cut is read in rows."""
     if len(ids) <= 1:
         return list(ids)
-    columns = _split_columns(ids, boxes, min_column_share, min_column_items)
+    columns = _split_columns(ids, boxes, rules)
     if columns is not None:
-        return [i for column in columns for i in _xy_cut(column, boxes, min_column_share, min_column_items)]
-    slices = _join_columned(_split_rows(ids, boxes), boxes, min_column_share, min_column_items)
+        return [i for column in columns for i in _xy_cut(column, boxes, rules)]
+    slices = _join_columned(_split_rows(ids, boxes), boxes, rules)
     if len(slices) == 1:
         return _row_order(ids, boxes)
-    return [i for piece in slices for i in _xy_cut(piece, boxes, min_column_share, min_column_items)]
+    return [i for piece in slices for i in _xy_cut(piece, boxes, rules)]
 
 
-def _split_columns(ids: list[int], boxes: Sequence[Box], min_column_share: float,
-                   min_column_items: int) -> list[list[int]] | None:
+def _split_columns(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> list[list[int]] | None:
     """The group cut at its vertical gutters, left to right; None when it has none that leaves
-    each column at least `min_column_share` of the group's width and `min_column_items` boxes."""
+    each column at least `min_column_share` of the group's width and `min_column_items` boxes,
+    and (`aligned_edges`) ends the rows of every column but the last at one edge: text set in
+    columns is justified (or its rows end in right-aligned page numbers), while the names
+    of a command table or a definition list end wherever they end and are read across."""
     gaps = _gaps([(boxes[i][0], boxes[i][2]) for i in ids])
-    if not gaps:
+    # A gutter counts when cutting there alone leaves valid columns on both sides (the gap between
+    # an index's entries and their page numbers does not); all such gutters are cut at once.
+    cuts = [gap for gap in gaps if _columns_at(ids, boxes, [gap], rules) is not None]
+    if not cuts:
         return None
+    together = _columns_at(ids, boxes, cuts, rules)
+    return together if together is not None else _columns_at(ids, boxes, [max(cuts, key=lambda g: g[1] - g[0])], rules)
+
+
+def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, float]],
+                rules: _CutRules) -> list[list[int]] | None:
     left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
-    columns: list[list[int]] = []
-    edges = [left, *(gap_start for gap_start, _ in gaps), right]
-    for start, end in zip(edges, edges[1:]):
-        columns.append([i for i in ids if start <= _centre_x(boxes[i]) <= end])
+    edges = [left, *(gap_start for gap_start, _ in cuts), right]
+    columns = [[i for i in ids if start <= _centre_x(boxes[i]) <= end] for start, end in zip(edges, edges[1:])]
     width = max(right - left, 1e-6)
-    if any(len(column) < min_column_items for column in columns):
+    if any(len(column) < rules.min_column_items for column in columns):
         return None
-    if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < min_column_share * width
+    if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < rules.min_column_share * width
            for col in columns):
         return None
+    if rules.aligned_edges and not all(_ends_aligned(column, boxes) for column in columns[:-1]):
+        return None
     return columns
+
+
+def _ends_aligned(ids: list[int], boxes: Sequence[Box]) -> bool:
+    """At least `ALIGNED_ROW_SHARE` of the rows end (their rightmost box) within a row's height of
+    the rightmost end."""
+    ends, heights = [], []
+    order = _row_order(ids, boxes)
+    row_end, row_span = None, (0.0, 0.0)
+    for i in order:
+        top, bottom = boxes[i][1], boxes[i][3]
+        heights.append(bottom - top)
+        overlap = min(row_span[1], bottom) - max(row_span[0], top)
+        if row_end is not None and overlap >= SAME_ROW_OVERLAP * min(row_span[1] - row_span[0], bottom - top):
+            row_end = max(row_end, boxes[i][2])
+            continue
+        if row_end is not None:
+            ends.append(row_end)
+        row_end, row_span = boxes[i][2], (top, bottom)
+    ends.append(row_end)
+    if len(ends) < MIN_ALIGNED_ROWS:
+        return False
+    tolerance = sorted(heights)[len(heights) // 2]
+    return sum(end >= max(ends) - tolerance for end in ends) >= ALIGNED_ROW_SHARE * len(ends)
 
 
 def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
@@ -143,13 +191,12 @@ def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
     return [row for row in rows if row]
 
 
-def _join_columned(slices: list[list[int]], boxes: Sequence[Box], min_column_share: float,
-                   min_column_items: int) -> list[list[int]]:
+def _join_columned(slices: list[list[int]], boxes: Sequence[Box], rules: _CutRules) -> list[list[int]]:
     """Neighbouring slices joined while they keep a gutter in common: both have gutters that
     overlap, or one has a gutter that nothing of the other crosses (a stretch where only the
     left column has text, the right one a gap, is still part of the columns)."""
     def gutters(piece: list[int]) -> list[tuple[float, float]]:
-        if _split_columns(piece, boxes, min_column_share, 1) is None:
+        if _split_columns(piece, boxes, replace(rules, min_column_items=1)) is None:
             return []
         return _gaps([(boxes[i][0], boxes[i][2]) for i in piece])
 
@@ -212,7 +259,7 @@ def order_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     `MIN_LINE_COLUMN_LINES` lines, so a row split by the detector, a table of contents' page
     numbers or a short label beside its text stays in rows. Rows use the lines' own bands."""
     boxes = [(line.bbox[0], line.band[0], line.bbox[2], line.band[1]) for line in lines]
-    order = _xy_cut(list(range(len(lines))), boxes, MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES)
+    order = _xy_cut(list(range(len(lines))), boxes, LINE_RULES)
     return [lines[i] for i in order]
 
 

@@ -5,7 +5,7 @@ import vision_samples as samples
 
 from vision.layout import Region
 from vision.lines import TextLine
-from vision.reading_order import PageRole, order_boxes, order_lines, order_regions, page_role
+from vision.reading_order import PageRole, order_boxes, order_lines, order_regions, order_text_lines, page_role
 
 PAGE_H = 1000
 
@@ -124,3 +124,31 @@ def test_order_covers_every_region_once(num_regions):
                for i in range(num_regions)]
     order = order_regions(regions, PAGE_H * 4)
     assert sorted(i for i, _ in order) == list(range(num_regions))
+
+
+def _lines(*boxes) -> list[TextLine]:
+    return [TextLine(tuple(box), 0.9) for box in boxes]
+
+
+def test_lines_set_in_justified_columns_are_read_column_by_column():
+    left = [(100, 100 + 25 * i, 480, 120 + 25 * i) for i in range(6)] + [(100, 250, 300, 270)]   # a paragraph's short last line
+    right = [(520, 100 + 25 * i, 900, 120 + 25 * i) for i in range(7)]
+    ordered = order_text_lines(_lines(*left, *right))
+    assert [line.bbox for line in ordered] == sorted(left, key=lambda b: b[1]) + right
+
+
+def test_an_index_column_ending_in_page_numbers_is_a_column():
+    entries = [(100, 100 + 25 * i, 200 + 30 * (i % 3), 120 + 25 * i) for i in range(6)]
+    numbers = [(450, 100 + 25 * i, 480, 120 + 25 * i) for i in range(6)]          # right-aligned after dot leaders
+    right_entries = [(520, 100 + 25 * i, 640 + 20 * (i % 2), 120 + 25 * i) for i in range(6)]
+    right_numbers = [(870, 100 + 25 * i, 900, 120 + 25 * i) for i in range(6)]
+    ordered = [line.bbox for line in order_text_lines(_lines(*right_entries, *entries, *right_numbers, *numbers))]
+    assert ordered == [box for pair in [*zip(entries, numbers), *zip(right_entries, right_numbers)] for box in pair]
+
+
+def test_a_command_table_is_read_across_its_rows():
+    """Names end wherever they end: a definition list, not two columns of text (Octave's refcard)."""
+    names = [(100, 100 + 25 * i, 160 + 25 * (i % 4), 120 + 25 * i) for i in range(8)]
+    descriptions = [(300, 100 + 25 * i, 520 + 40 * (i % 3), 120 + 25 * i) for i in range(8)]
+    ordered = [line.bbox for line in order_text_lines(_lines(*descriptions, *names))]
+    assert ordered == [box for pair in zip(names, descriptions) for box in pair]
