@@ -9,8 +9,9 @@
 //     data-figure values, always inside double quotes.
 //
 // It covers what result Markdown contains (headings, paragraphs, page and
-// region comments, $$ formulas, pipe tables, figure images) and the common
-// rest (lists, quotes, code, emphasis, links).
+// region comments, $$ formulas, pipe tables, figure images, lists nested and
+// numbered from any start, fenced code, hard line breaks) and the common rest
+// (quotes, emphasis, links).
 
 const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const FIGURE_PATTERN = /^figures\/([A-Za-z0-9][A-Za-z0-9._-]{0,200})$/;
@@ -33,8 +34,10 @@ function renderBlocks(lines) {
     let match;
     if (!line.trim()) {
       i += 1;
-    } else if ((match = /^\s*(```|~~~)/.exec(line))) {
-      const end = findLine(lines, i + 1, (l) => l.trim().startsWith(match[1]));
+    } else if ((match = /^\s*(`{3,}|~{3,})/.exec(line))) {
+      const fence = match[1];   // closed by a line of the same character, at least as long
+      const closes = (l) => l.trim().length >= fence.length && l.trim() === fence[0].repeat(l.trim().length);
+      const end = findLine(lines, i + 1, closes);
       out.push(`<pre><code>${escapeHtml(lines.slice(i + 1, end).join("\n"))}</code></pre>`);
       i = end + 1;
     } else if (line.trim().startsWith("$$")) {
@@ -94,16 +97,38 @@ function listMarker(line) {
   return match ? { ordered: /\d/.test(match[1]), length: match[0].length } : null;
 }
 
+// A list; an item whose marker is indented further than the open item's nests in it.
+// Ordered lists keep their first number (`start`, digits only).
 function renderList(lines) {
-  const ordered = listMarker(lines[0]).ordered;
-  const items = [];
+  const root = { indent: -1, children: [] };
+  const open = [root];
   for (const line of lines) {
-    const marker = listMarker(line);
-    if (marker) items.push([line.slice(marker.length)]);
-    else items[items.length - 1].push(line.trim());
+    const match = /^(\s*)([-*+]|(\d{1,9})[.)])\s+(.*)$/.exec(line);
+    if (!match) {
+      open[open.length - 1].lines.push(line.trim());
+      continue;
+    }
+    const indent = match[1].length;
+    while (open.length > 1 && indent <= open[open.length - 1].indent) open.pop();
+    const item = { indent, number: match[3] === undefined ? null : Number(match[3]), lines: [match[4]], children: [] };
+    open[open.length - 1].children.push(item);
+    open.push(item);
   }
-  const tag = ordered ? "ol" : "ul";
-  return `<${tag}>${items.map((item) => `<li>${item.map(renderInline).join("<br>")}</li>`).join("")}</${tag}>`;
+  return renderItems(root.children);
+}
+
+function renderItems(items) {
+  const out = [];
+  for (let k = 0; k < items.length;) {
+    const ordered = items[k].number !== null;
+    const end = findLine(items, k, (item) => (item.number !== null) !== ordered);
+    const start = ordered && items[k].number !== 1 ? ` start="${items[k].number}"` : "";
+    const body = items.slice(k, end).map((item) =>
+      `<li>${item.lines.map(renderInline).join("<br>")}${renderItems(item.children)}</li>`).join("");
+    out.push(ordered ? `<ol${start}>${body}</ol>` : `<ul>${body}</ul>`);
+    k = end;
+  }
+  return out.join("");
 }
 
 const DELIMITER_ROW = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;

@@ -12,5 +12,7 @@ talks to the engine only over HTTP (OpenAI chat completions); never imports
 - `recognizer`, `openai_recognizer`, `tesseract_recognizer`: crops in, text out.
 - `page_pipeline`: render -> layout -> lines -> crops -> recognition -> regions.
 - `page_result`, `text_layer_fallback`: a page's regions, ok / fallback / failed.
+- `structure` (`structure_blocks`, `_rows`, `_text`, `_code`): each region's headings,
+  paragraphs, lists, code, equations and captions, from its line boxes and text.
 - `document_result`, `searchable_pdf`: the JSON, Markdown, text and PDF outputs.
 """

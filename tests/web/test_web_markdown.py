@@ -76,3 +76,22 @@ def test_result_markdown_renders(blank: Page):
     assert "<ul><li>one</li><li>two <em>three</em></li></ul>" in html
     assert '<p class="md-note md-warning">region 5 (text) could not be read: the recogniser timed out</p>' in html
     assert html.count("md-page-mark") == 2
+
+
+def test_structured_result_markdown_renders(blank: Page):
+    """What workers.document_result makes from blocks: numbered lists that go on from a page before,
+    nested items, fenced code that holds a fence, kept line breaks, captions."""
+    source = "\n\n".join([
+        "4. four\n5. five\n    - (a) nested *a*\n    - (b) nested b\n6. six",
+        "````r\n> x <- c(1, 2)\n```\n  }\n````",
+        "Lars Thorväld  \nThe Thorvald Group",
+        "*Figure 1: A caption.*",
+        "- one\n- two",
+    ])
+    html = blank.evaluate(RENDER, source)["html"]
+    assert '<ol start="4"><li>four</li><li>five<ul><li>(a) nested <em>a</em></li><li>(b) nested b</li></ul></li>' \
+           "<li>six</li></ol>" in html
+    assert "<pre><code>&gt; x &lt;- c(1, 2)\n```\n  }</code></pre>" in html
+    assert "<p>Lars Thorväld<br>The Thorvald Group</p>" in html
+    assert "<p><em>Figure 1: A caption.</em></p>" in html
+    assert "<ul><li>one</li><li>two</li></ul>" in html
