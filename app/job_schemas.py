@@ -49,6 +49,8 @@ class JobSummary(BaseModel):
     finished_at: str | None
     error: str | None = Field(None, description="a sentence, when the job failed")
     formats: list[str]
+    text_layer: str = Field(description="auto: PDF pages take their own text layer where it passes checks; "
+                            "never: every page is recognised")
     files: list[FileView]
     schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 
@@ -94,7 +96,7 @@ def _summary_fields(job: JobRecord) -> dict[str, object]:
         "id": job.id, "state": job.state.value, "pages_done": job.pages_done, "pages_total": job.pages_total,
         "created_at": iso_time(job.created_at), "updated_at": iso_time(job.updated_at),
         "finished_at": iso_time(job.finished_at) if job.finished_at is not None else None,
-        "error": job.error, "formats": list(job.options.formats),
+        "error": job.error, "formats": list(job.options.formats), "text_layer": job.options.text_layer,
         "schema_name": job.options.extraction.name if job.options.extraction else None,
         "files": [FileView(filename=f.filename, kind=f.kind, num_pages=f.num_pages,
                            pages_selected=len(f.page_indices)) for f in job.files],

@@ -29,7 +29,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
-FORM_OPTIONS = ("pages", "formats", "dpi", "schema")
+FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer")
 READ_CHUNK_BYTES = 1024 * 1024
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
@@ -41,6 +41,10 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "dpi": {"type": "number", "description": "render resolution for PDF pages (default: the server's)"},
         "schema": {"type": "string", "description": "extract fields into extraction.json: the name of a "
                    "registered schema (GET /v1/schemas) or a whole JSON schema, as text or as a file part"},
+        "text_layer": {"type": "string", "enum": ["auto", "never"], "description": "auto: a PDF page whose own "
+                       "text layer passes checks (mapped characters, visible text, covering the detected lines) "
+                       "takes its text from it, exact and fast; never: always recognise (default: the server's, "
+                       "auto unless OCRSERVE_TEXT_LAYER says otherwise)"},
     }}}}}}
 
 
@@ -77,7 +81,7 @@ async def create_job(request: Request, context: Context, owner: Owner) -> JobVie
     extraction = _extraction_schema(fields.get("schema"), schema_files, settings)
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
     job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
-                                  extraction=extraction)
+                                  extraction=extraction, text_layer=fields.get("text_layer"))
     return _view(context.jobs, job)
 
 

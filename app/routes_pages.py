@@ -23,6 +23,7 @@ from app.errors import ApiError
 from vision.document import Document
 from vision.formats import DocumentKind
 from vision.limits import InputError
+from vision.text_layer import TEXT_LAYER_MODES
 from workers.job_model import JobRecord
 from workers.job_service import JobService
 from workers.settings import ALL_FORMATS
@@ -43,6 +44,8 @@ class ServiceLimits(BaseModel):
     formats: list[str] = Field(description="result formats a job may ask for")
     file_types: list[str] = Field(description="document kinds accepted, decided by content")
     file_extensions: list[str]
+    text_layer: str = Field(description="the text-layer mode a job gets unless it names one")
+    text_layer_modes: list[str] = Field(description="text-layer modes a job may ask for")
 
 
 @router.get("/limits", response_model=ServiceLimits, summary="Upload caps and job options of this service")
@@ -53,7 +56,8 @@ def get_limits(context: Context, _owner: Owner) -> ServiceLimits:
         max_upload_bytes=settings.max_upload_bytes, max_files_per_job=settings.max_files_per_job,
         max_pages=settings.max_pages, max_page_pixels=settings.max_page_pixels, render_dpi=settings.render_dpi,
         max_render_dpi=limits.max_render_dpi, formats=list(ALL_FORMATS), file_types=[k.value for k in DocumentKind],
-        file_extensions=[ext for kind in DocumentKind for ext in FILE_EXTENSIONS[kind.value]])
+        file_extensions=[ext for kind in DocumentKind for ext in FILE_EXTENSIONS[kind.value]],
+        text_layer=settings.text_layer, text_layer_modes=list(TEXT_LAYER_MODES))
 
 
 @router.get("/jobs/{job_id}/pages/{file}/{page}/image", summary="A page of a job, rendered as PNG",

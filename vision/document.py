@@ -1,5 +1,7 @@
 """An uploaded document, opened under caps: pages rendered to RGB images, and
-(for PDFs) the text layer the pipeline falls back to when recognition fails.
+(for PDFs) the text layer, with how it is painted: taken instead of
+recognition where it passes its checks (`vision.text_layer`), and the fallback
+when recognition fails.
 
 `Document.open` does every check that is cheap — type from magic bytes, byte
 cap, encryption, page count, every image frame's declared pixel count — so a
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +63,20 @@ class TextWord:
     block_no: int
     line_no: int
     word_no: int
+
+
+@dataclass(frozen=True)
+class PaintedText:
+    """One span of the text layer as the page paints it (PyMuPDF's text trace)."""
+    bbox: Box            # page pixels at the DPI asked for
+    invisible: bool      # render mode 3 or 7 (neither filled nor stroked), or fully transparent
+    seqno: int           # position in the page's painting order
+
+
+@dataclass(frozen=True)
+class PaintedImage:
+    bbox: Box            # page pixels at the DPI asked for
+    seqno: int           # position in the page's painting order (comparable with PaintedText.seqno)
 
 
 class Document:
@@ -127,19 +144,44 @@ class Document:
             image, used_dpi = self._decode_image_page(page_index)
         return RenderedPage(page_index, image, used_dpi, time.perf_counter() - started)
 
-    def text_words(self, page_index: int, dpi: float) -> list[TextWord]:
-        """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images)."""
+    def text_words(self, page_index: int, dpi: float, unmapped_as_replacement: bool = False) -> list[TextWord]:
+        """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images). With
+        `unmapped_as_replacement`, a glyph its font maps to no Unicode character comes out as
+        U+FFFD instead of its glyph number (which reads like letters: "+HOOR" for "Hello")."""
         self._check_index(page_index)
         if self._pdf is None:
             return []
         page = self._pdf[page_index]
-        # Text comes out in unrotated page space; the render shows the page rotated.
-        to_pixels = page.rotation_matrix * pymupdf.Matrix(dpi / POINTS_PER_INCH, dpi / POINTS_PER_INCH)
+        to_pixels = self._to_pixels(page, dpi)
+        flags = pymupdf.TEXTFLAGS_WORDS
+        if unmapped_as_replacement:
+            flags &= ~pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE
         words = []
-        for x0, y0, x1, y1, text, block_no, line_no, word_no in page.get_text("words"):
+        for x0, y0, x1, y1, text, block_no, line_no, word_no in page.get_text("words", flags=flags):
             box = pymupdf.Rect(x0, y0, x1, y1) * to_pixels
             words.append(TextWord(text, (box.x0, box.y0, box.x1, box.y1), block_no, line_no, word_no))
         return words
+
+    def paint_order(self, page_index: int, dpi: float) -> tuple[list[PaintedText], list[PaintedImage]]:
+        """The text spans and raster images a PDF page paints, in painting order, boxes in
+        pixels at `dpi` (both empty for images): what tells visible text from an invisible
+        OCR layer, and text painted over or under a picture."""
+        self._check_index(page_index)
+        if self._pdf is None:
+            return [], []
+        page = self._pdf[page_index]
+        to_pixels = self._to_pixels(page, dpi)
+
+        def pixels(bbox: Sequence[float]) -> Box:
+            box = pymupdf.Rect(bbox) * to_pixels
+            return box.x0, box.y0, box.x1, box.y1
+
+        texts = [PaintedText(pixels(span["bbox"]), span["type"] in (3, 7) or span["opacity"] == 0, span["seqno"])
+                 for span in page.get_texttrace()]
+        # The bbox log lists everything painted in order; its index is the text trace's seqno.
+        images = [PaintedImage(pixels(bbox), seqno) for seqno, (kind, bbox) in enumerate(page.get_bboxlog())
+                  if kind in ("fill-image", "fill-imgmask")]
+        return texts, images
 
     def has_text_layer(self, page_index: int) -> bool:
         self._check_index(page_index)
@@ -154,6 +196,11 @@ class Document:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    @staticmethod
+    def _to_pixels(page: pymupdf.Page, dpi: float) -> pymupdf.Matrix:
+        # Text comes out in unrotated page space; the render shows the page rotated.
+        return page.rotation_matrix * pymupdf.Matrix(dpi / POINTS_PER_INCH, dpi / POINTS_PER_INCH)
 
     def _check_index(self, page_index: int) -> None:
         if not 0 <= page_index < self.num_pages:

@@ -9,7 +9,7 @@ import { byId, el, formatBytes, plural, showMessage } from "./dom.js";
 const DOCUMENTED_LIMITS = {
   max_upload_bytes: 100 * 1024 * 1024, max_files_per_job: 20, max_pages: 1000, render_dpi: 150,
   max_render_dpi: 600, formats: ["md", "json", "txt", "pdf"], file_types: ["pdf", "png", "jpeg", "tiff"],
-  file_extensions: [".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"],
+  file_extensions: [".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"], text_layer: "auto",
 };
 const FORMAT_NAMES = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF" };
 
@@ -66,6 +66,7 @@ export class UploadPanel {
     const dpi = byId("option-dpi");
     dpi.max = String(this.limits.max_render_dpi);
     dpi.placeholder = `${this.limits.render_dpi} (default)`;
+    byId("option-text-layer").value = this.limits.text_layer;   // the service's default
     const formats = byId("option-formats");
     formats.replaceChildren(...this.limits.formats.map((format) => el("label", { class: "check" },
       el("input", { type: "checkbox", name: "formats", value: format, checked: true,
@@ -138,12 +139,12 @@ export class UploadPanel {
     const pages = byId("option-pages").value.trim();
     const dpi = byId("option-dpi").value.trim();
     const formats = [...this.form.querySelectorAll("input[name=formats]:checked")].map((input) => input.value);
-    return { pages, dpi, formats, schema: byId("option-schema").value };
+    return { pages, dpi, formats, schema: byId("option-schema").value, textLayer: byId("option-text-layer").value };
   }
 
   async submit() {
     if (!this.files.length) return;
-    const { pages, dpi, formats, schema } = this.options();
+    const { pages, dpi, formats, schema, textLayer } = this.options();
     const oneJob = byId("option-one-job").checked;
     const batches = oneJob ? [this.files] : this.files.map((file) => [file]);
     this.submitButton.disabled = true;
@@ -159,6 +160,7 @@ export class UploadPanel {
       for (const file of batch) form.append("files", file, file.name);
       if (pages) form.append("pages", pages);
       if (dpi) form.append("dpi", dpi);
+      if (textLayer) form.append("text_layer", textLayer);
       form.append("formats", formats.join(","));
       if (schema) form.append("schema", schema);
       try {

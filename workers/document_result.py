@@ -5,7 +5,11 @@
             {"page", "state", "reason", "width", "height", "dpi", "timings", "regions": [
                 {"reading_index", "label", "task", "role", "bbox", "bbox_1000", "text", "status",
                  "origin", "source", "reason", "lines": [{"bbox", "text", "confidence", "low_confidence"}],
-                 "figure"}]}]}]}
+                 "figure", "blocks": [{"type", "text", "lines", ...}]}]}]}]}
+
+`blocks` (see `workers.structure_blocks`) give each region's structure: headings,
+paragraphs, lists, code, equations, captions tied to their figure or table.
+Markdown is made from them; a region stored without them renders as a whole.
 
 Markdown and text are pure functions of that JSON, so the batch CLI can write
 them again with figure links pointing where it put the figures.
@@ -13,9 +17,12 @@ them again with figure links pointing where it put the figures.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from workers.job_model import JobRecord, PageState
+from workers.structure_blocks import BlockType
+from workers.structure_rows import BULLETS, join_lines
 
 _PARAGRAPH_LABELS = {"text", "reference", "figure_caption", "table_caption"}
 
@@ -48,20 +55,114 @@ def render_markdown(result: dict[str, Any], figure_prefix: str = "figures/") -> 
             out.append(f"<!-- page {page['page']} -->")
             if page["state"] != PageState.DONE.value:
                 out.append(f"<!-- page {page['page']} {page['state']}: {_comment_safe(page['reason'] or '')} -->")
-            out.extend(_region_markdown(region, figure_prefix) for region in page["regions"])
+            out.extend(_page_markdown(page["regions"], figure_prefix))
     return "\n\n".join(part for part in out if part) + "\n"
 
 
 def render_text(result: dict[str, Any]) -> str:
-    """Regions in reading order, a blank line between regions, a form feed between pages."""
+    """Regions in reading order, a blank line between regions and between their blocks, a form
+    feed between pages; paragraphs keep their lines, list items one per line, code as printed."""
     pages = []
     for document in result["documents"]:
         for page in document["pages"]:
-            pages.append("\n\n".join(region["text"] for region in page["regions"] if region["text"]))
+            pages.append("\n\n".join(text for text in map(_region_text, page["regions"]) if text))
     return "\f".join(page + "\n" for page in pages)
 
 
+def _page_markdown(regions: list[dict[str, Any]], figure_prefix: str) -> list[str]:
+    """Each region's Markdown in reading order; a caption goes right after its figure or table,
+    and code blocks that follow each other (a listing the layout cut in two) become one."""
+    targets = {region["reading_index"] for region in regions if region["task"] in ("skip", "table")}
+
+    def moves(block: dict[str, Any], region: dict[str, Any]) -> bool:
+        target = block.get("caption_of") if block["type"] == BlockType.CAPTION.value else None
+        return target in targets and target != region["reading_index"]
+
+    captions: dict[int, list[dict[str, Any]]] = {}
+    for region in regions:
+        for block in _renderable_blocks(region) or ():
+            if moves(block, region):
+                captions.setdefault(block["caption_of"], []).append(block)
+    parts: list[tuple[dict[str, Any] | None, str]] = []
+    for region in regions:
+        blocks = _renderable_blocks(region)
+        if blocks is None:
+            parts.append((None, _region_markdown(region, figure_prefix)))
+        parts.extend((block, _block_markdown(block)) for block in blocks or () if not moves(block, region))
+        parts.extend((block, _block_markdown(block)) for block in captions.get(region["reading_index"], []))
+    merged: list[tuple[dict[str, Any] | None, str]] = []
+    for block, markdown in parts:
+        last = merged[-1][0] if merged else None
+        if block is not None and last is not None and block["type"] == last["type"] == BlockType.CODE.value:
+            block = {**last, "text": f"{last['text']}\n{block['text']}", "language": last.get("language") or
+                     block.get("language")}
+            merged[-1] = (block, _block_markdown(block))
+        elif markdown:
+            merged.append((block, markdown))
+    return [markdown for _, markdown in merged]
+
+
+def _renderable_blocks(region: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The region's blocks when its Markdown comes from them; None when it is rendered as a whole
+    (failed, header or footer, figure, or stored before regions had blocks)."""
+    if region["status"] == "failed" or region["role"] in ("header", "footer") or region["task"] == "skip":
+        return None
+    return region.get("blocks") or None
+
+
+def _block_markdown(block: dict[str, Any]) -> str:
+    text = block["text"].strip("\n")
+    kind = block["type"]
+    if kind == BlockType.HEADING.value:
+        return f"{'#' * min(6, max(1, block.get('level') or 2))} {text}"
+    if kind == BlockType.LIST.value:
+        return "\n".join(_item_markdown(item, bool(block.get("ordered"))) for item in block["items"])
+    if kind == BlockType.CODE.value:
+        fence = "```"
+        while fence in text:
+            fence += "`"
+        return f"{fence}{block.get('language') or ''}\n{text}\n{fence}"
+    if kind == BlockType.EQUATION.value:
+        number = f" \\tag{{{block['number']}}}" if block.get("number") else ""
+        return f"$$\n{text}{number}\n$$"
+    if kind == BlockType.CAPTION.value:
+        return f"*{text}*" if text and "*" not in text else text
+    if kind == BlockType.PARAGRAPH.value:
+        return text.replace("\n", "  \n")   # a paragraph that keeps its line breaks: Markdown hard breaks
+    return text
+
+
+def _item_markdown(item: dict[str, Any], ordered: bool) -> str:
+    marker = item["marker"]
+    number = re.fullmatch(r"\(?(\d{1,9})[.)]", marker)
+    if ordered and number:
+        prefix = f"{int(number.group(1))}."
+    elif marker and marker not in BULLETS and marker not in "-–—*+":
+        prefix = f"- {marker}"     # "(a)", "iv.", "[3]": Markdown has no such lists; the marker stays
+    else:
+        prefix = "-"
+    return f"{'    ' * item.get('depth', 0)}{prefix} {item['text']}"
+
+
+def _region_text(region: dict[str, Any]) -> str:
+    blocks = region.get("blocks")
+    if not blocks or region["role"] in ("header", "footer"):
+        return region["text"]
+    lines = region["lines"]
+    parts = []
+    for block in blocks:
+        if block["type"] == BlockType.PARAGRAPH.value and block["lines"]:
+            parts.append("\n".join(lines[i]["text"].strip() for i in block["lines"]))
+        elif block["type"] == BlockType.LIST.value:
+            parts.append("\n".join("  " * item.get("depth", 0) + (f"{item['marker']} " if item["marker"] else "")
+                                   + item["text"] for item in block["items"]))
+        else:
+            parts.append(block["text"])
+    return "\n\n".join(part for part in parts if part)
+
+
 def _region_markdown(region: dict[str, Any], figure_prefix: str) -> str:
+    """A region as a whole, as before regions had blocks."""
     text = region["text"].strip()
     if region["status"] == "failed":
         note = f"<!-- region {region['reading_index'] + 1} ({region['label']}) could not be read: " \
@@ -69,8 +170,10 @@ def _region_markdown(region: dict[str, Any], figure_prefix: str) -> str:
         return f"{note}\n\n{_join_lines(text)}" if text else note
     if region["role"] in ("header", "footer"):
         return f"<!-- {region['role']}: {_comment_safe(_join_lines(text))} -->" if text else ""
-    if region["task"] == "skip":
-        return f"![{region['label']}]({figure_prefix}{region['figure']})" if region.get("figure") else ""
+    if region["task"] == "skip":   # a figure: its image, then the text read in it (labels), marked as such
+        image = f"![{region['label']}]({figure_prefix}{region['figure']})" if region.get("figure") else ""
+        labels = " · ".join(line.strip() for line in text.splitlines() if line.strip())
+        return "\n\n".join(part for part in (image, f"> Text in the figure: {labels}" if labels else "") if part)
     if not text:
         return ""
     if region["label"] == "title":
@@ -84,15 +187,7 @@ def _region_markdown(region: dict[str, Any], figure_prefix: str) -> str:
 
 def _join_lines(text: str) -> str:
     """A paragraph's lines as one line; a word hyphenated across lines is joined back."""
-    joined = ""
-    for line in (line.strip() for line in text.splitlines()):
-        if not line:
-            continue
-        if joined.endswith("-") and line[:1].islower():
-            joined = joined[:-1] + line
-        else:
-            joined = f"{joined} {line}" if joined else line
-    return joined
+    return join_lines(text.splitlines())
 
 
 def _comment_safe(text: str) -> str:

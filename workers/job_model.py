@@ -69,9 +69,11 @@ class JobOptions:
     dpi: float | None = None        # None: the service's render DPI
     pages: str | None = None        # the selection as sent, e.g. "1-5,8"
     extraction: ExtractionSchema | None = None   # fields to extract into extraction.json, checked at submit
+    text_layer: str = "auto"        # vision.text_layer.TextLayerMode: "auto" takes a PDF page's own text when it passes
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages}
+        data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages,
+                                "text_layer": self.text_layer}
         if self.extraction is not None:
             data["extraction"] = self.extraction.to_dict()
         return data
@@ -79,8 +81,9 @@ class JobOptions:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobOptions:
         extraction = data.get("extraction")
+        # A job stored before text_layer existed loads with the default.
         return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"),
-                   ExtractionSchema.from_dict(extraction) if extraction else None)
+                   ExtractionSchema.from_dict(extraction) if extraction else None, data.get("text_layer", "auto"))
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ class JobRunner:
         try:
             rendered = document.render_page(page_index, dpi)
             result = self.pipeline.process(document, rendered, file_index, final_attempt,
-                                           self.data_dir.figures_dir(job.id))
+                                           self.data_dir.figures_dir(job.id), text_layer=job.options.text_layer)
         except RecognizerUnavailableError:
             raise
         except InputError as exc:

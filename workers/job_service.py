@@ -20,6 +20,7 @@ from kombu.exceptions import KombuError
 from vision.document import Document
 from vision.limits import InputError, InvalidOptionError, PageSelectionError
 from vision.pages import parse_page_selection
+from vision.text_layer import TEXT_LAYER_MODES
 from workers.celery_app import PROCESS_JOB, build_celery_app
 from workers.data_dir import DataDir, write_atomically
 from workers.extraction_schema import ExtractionSchema
@@ -57,13 +58,15 @@ class JobService:
 
     def submit(self, owner: str, uploads: Sequence[Upload], pages: str | None = None,
                formats: str | Sequence[str] | None = None, dpi: float | None = None,
-               clamp_pages: bool = False, extraction: ExtractionSchema | None = None) -> JobRecord:
+               clamp_pages: bool = False, extraction: ExtractionSchema | None = None,
+               text_layer: str | None = None) -> JobRecord:
         """Check and store the uploads as one job and queue it. With `clamp_pages`
         (batch runs over documents of mixed length) selected pages past a
         document's end are left out instead of refused. `extraction`, a schema
-        already checked, adds extraction.json to the job's results."""
+        already checked, adds extraction.json to the job's results. `text_layer`
+        is auto or never (None: the service's default, OCRSERVE_TEXT_LAYER)."""
         options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
-                             extraction)
+                             extraction, parse_text_layer(text_layer, self.settings.text_layer))
         if not uploads:
             raise InputError("no file was uploaded")
         if len(uploads) > self.settings.max_files_per_job:
@@ -125,6 +128,20 @@ def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
     if unknown:
         raise InvalidOptionError(f"unknown format {unknown[0][:20]!r}; choose from {', '.join(ALL_FORMATS)}")
     return tuple(fmt for fmt in ALL_FORMATS if fmt in chosen)
+
+
+def parse_text_layer(mode: str | None, default: str) -> str:
+    """'auto' or 'never' (any case); None or blank -> `default`."""
+    if mode is None or not mode.strip():
+        return default
+    chosen = mode.strip().lower()
+    if chosen == "verify":
+        raise InvalidOptionError("text_layer 'verify' (the model checking the text layer as a draft) is not "
+                                 "available yet; choose auto or never")
+    if chosen not in TEXT_LAYER_MODES:
+        raise InvalidOptionError(f"unknown text_layer {mode.strip()[:20]!r}; choose auto (take a PDF page's own "
+                                 "text when it passes checks) or never (always recognise)")
+    return chosen
 
 
 def _select_pages(document: Document, selection: str | None, clamp: bool) -> list[int]:

@@ -12,6 +12,16 @@ detected line is read once (`vision.line_assignment` puts each in exactly one
 region); a line crop with no ink (a rule, dot leaders: `vision.ink`) is
 answered with no text instead of being sent.
 
+With `text_layer="auto"` a PDF page whose own text layer passes its checks
+(`vision.text_layer`) takes each detected line's text from the layer instead
+of recognising it, and those lines are never sent; a region read whole
+(formula, a table for a recogniser that reads regions) takes the layer's
+words inside it in the layer's line order. Lines and regions the layer holds
+no (trusted) words for are recognised as usual. A region says `source`
+`text_layer` only when all its text came from the layer, else `ocr`; lines
+from the layer have no `confidence` (None: no recogniser judged them). The
+page says why its layer was used or not (`PageResult.text_layer`).
+
 A region whose crops could not all be read takes its text from the PDF text
 layer (`fallback`) when the page has one, else it is `failed` and keeps what
 was read. A recogniser that is unreachable raises out of `process` so the
@@ -26,15 +36,18 @@ from pathlib import Path
 
 from vision.crops import crop_image, crop_line, normalise_box
 from vision.document import Document, RenderedPage, TextWord
+from vision.formats import DocumentKind
 from vision.ink import has_text_ink
 from vision.layout import RecognitionTask
-from vision.page_analysis import LayoutBlock, analyze_page
+from vision.page_analysis import LayoutBlock, PageLayout, analyze_page
 from vision.reading_order import line_rows
+from vision.text_layer import BlockText, LayerMatch, TextLayerMode, match_text_layer, read_text_layer
 from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
 from workers.recognizer import (RecognitionItem, RecognitionOutcome, Recognizer, RecognizerConfigError,
                                 RecognizerUnavailableError)
+from workers.structure import with_structure
 from workers.table_text import markdown_table
-from workers.text_layer_fallback import fallback_text, text_layer_regions
+from workers.text_layer_fallback import fallback_text, lines_from_words, text_layer_regions
 
 
 NO_TEXT = RecognitionOutcome("")
@@ -46,15 +59,23 @@ class PagePipeline:
         self.vision_num_threads = vision_num_threads
 
     def process(self, document: Document, rendered: RenderedPage, file_index: int, final_attempt: bool = True,
-                figures_dir: Path | None = None) -> PageResult:
-        """`rendered` is a page of `document` (the text layer comes from there)."""
+                figures_dir: Path | None = None, text_layer: str = TextLayerMode.NEVER) -> PageResult:
+        """`rendered` is a page of `document` (the text layer comes from there); `text_layer`
+        is a `TextLayerMode` value: "auto" takes a PDF page's own text where it passes its checks.
+        The default here is "never", so callers that measure recognition (bench/) keep measuring
+        it; jobs pass their own option, whose default is "auto"."""
         page_index = rendered.page_index
         layout = analyze_page(rendered.image, num_threads=self.vision_num_threads, render_s=rendered.render_s)
-        blocks = layout.blocks
+        checking = time.perf_counter()
+        match = _layer_match(document, rendered, layout) if text_layer == TextLayerMode.AUTO else None
+        checked = time.perf_counter()
+        blocks = match.blocks if match is not None else layout.blocks
+        taken = match.texts if match is not None else (None,) * len(blocks)
         single_lines = getattr(self.recognizer, "reads_single_lines", False)
-        crops = [_crops_of(block, rendered, single_lines) for block in blocks]
-        # Crops with no ink (rules, dot leaders, specks) are answered with no text, never sent.
-        items = [item for block_items in crops for item in block_items if item is not None]
+        crops = [_crops_of(block, rendered, single_lines, text) for block, text in zip(blocks, taken)]
+        # Lines taken from the text layer and crops with no ink (rules, dot leaders, specks) come
+        # already answered; only the rest is sent.
+        items = [item for block_items in crops for item in block_items if isinstance(item, RecognitionItem)]
 
         started = time.perf_counter()
         try:
@@ -65,27 +86,38 @@ class PagePipeline:
             read = iter([RecognitionOutcome(None, f"{exc}; gave up after the last retry")] * len(items))
         except RecognizerConfigError as exc:
             read = iter([RecognitionOutcome(None, str(exc))] * len(items))
-        outcomes = [NO_TEXT if item is None else next(read) for block_items in crops for item in block_items]
+        outcomes = [next(read) if isinstance(item, RecognitionItem) else item
+                    for block_items in crops for item in block_items]
         recognized = time.perf_counter()
 
         words: list[TextWord] | None = None
         regions = []
         position = 0
-        for block, block_items in zip(blocks, crops):
+        for block, block_items, text in zip(blocks, crops, taken):
             block_outcomes = outcomes[position:position + len(block_items)]
             position += len(block_items)
+            by_lines = _by_lines(block, single_lines)
+            if not by_lines and text is not None and text.words is not None and block.task is not RecognitionTask.SKIP:
+                regions.append(_layer_region(block, text.words, layout.width, layout.height))
+                continue
             if words is None and not all(outcome.ok for outcome in block_outcomes):
                 words = document.text_words(page_index, rendered.dpi)
-            regions.append(_region(block, block_outcomes, words or [], layout.width, layout.height,
-                                   _by_lines(block, single_lines)))
+            region = _region(block, block_outcomes, words or [], layout.width, layout.height, by_lines)
+            if by_lines and text is not None and all(line is not None for line in text.lines) \
+                    and region.status is RegionStatus.OK:
+                region = replace(region, source="text_layer")
+            regions.append(region)
         regions = [_with_figure(region, rendered, file_index, page_index, figures_dir) for region in regions]
+        regions = with_structure(regions, layout.width, layout.height, rendered.dpi)
         assembled = time.perf_counter()
 
         timings = {"render": layout.timings.render_s, "layout": layout.timings.layout_s,
                    "lines": layout.timings.lines_s, "order": layout.timings.order_s,
+                   "text_layer": checked - checking,
                    "recognition": recognized - started, "assembly": assembled - recognized}
         return PageResult(file_index, page_index, layout.width, layout.height, rendered.dpi, tuple(regions),
-                          timings, _page_reason(regions))
+                          timings, _page_reason(regions),
+                          text_layer=match.verdict.describe() if match is not None else None)
 
 
 def fallback_page(document: Document, file_index: int, page_index: int, dpi: float, reason: str) -> PageResult:
@@ -97,6 +129,7 @@ def fallback_page(document: Document, file_index: int, page_index: int, dpi: flo
     except Exception:   # a page that broke processing may break text extraction too
         words = []
     regions = text_layer_regions(words, width, height, f"{reason}; text taken from the PDF text layer")
+    regions = with_structure(regions, width, height, dpi)
     page_reason = f"{reason}; text taken from the PDF text layer" if regions else reason
     return PageResult(file_index, page_index, width, height, dpi, tuple(regions), {}, page_reason)
 
@@ -110,26 +143,55 @@ def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
     return block.task in (RecognitionTask.TEXT, RecognitionTask.SKIP) or single_lines
 
 
-def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool) -> list[RecognitionItem | None]:
-    """What to send for a block, None for a line crop with no ink."""
+def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool,
+              taken: BlockText | None) -> list[RecognitionItem | RecognitionOutcome]:
+    """What to send for a block, or the answer already known: a line's text taken from the
+    text layer, or no text for a line crop with no ink. Nothing for a block read whole from the layer."""
     if _by_lines(block, single_lines):
-        crops = [crop_line(page.image, line) for line in block.lines]
-        return [RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True) if has_text_ink(crop) else None
-                for crop in crops]
-    if block.task is RecognitionTask.SKIP:
+        from_layer = taken.lines if taken is not None else (None,) * len(block.lines)
+        answers: list[RecognitionItem | RecognitionOutcome] = []
+        for line, text in zip(block.lines, from_layer):
+            if text is not None:
+                answers.append(RecognitionOutcome(text))
+                continue
+            crop = crop_line(page.image, line)
+            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True)
+                           if has_text_ink(crop) else NO_TEXT)
+        return answers
+    if block.task is RecognitionTask.SKIP or (taken is not None and taken.words is not None):
         return []
     return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False)]
+
+
+def _layer_match(document: Document, rendered: RenderedPage, layout: PageLayout) -> LayerMatch | None:
+    """What the page takes from its own text layer; None for images, which have none."""
+    if document.kind is not DocumentKind.PDF:
+        return None
+    return match_text_layer(read_text_layer(document, rendered), layout)
+
+
+def _layer_region(block: LayoutBlock, words: tuple[TextWord, ...], width: int, height: int) -> RegionResult:
+    """A region read whole, from the text layer's words in it, in the layer's line order."""
+    lines = tuple(lines_from_words(words))
+    return RegionResult(text="\n".join(line.text for line in lines), status=RegionStatus.OK, source="text_layer",
+                        lines=lines, **_region_base(block, width, height))
+
+
+def _region_base(block: LayoutBlock, width: int, height: int) -> dict:
+    bbox = block.region.bbox
+    return dict(reading_index=block.reading_index, label=block.region.label, task=block.task.value,
+                role=block.role.value, bbox=bbox, bbox_1000=normalise_box(bbox, width, height),
+                origin=block.region.source)
 
 
 def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[TextWord],
             width: int, height: int, by_lines: bool) -> RegionResult:
     bbox = block.region.bbox
-    base = dict(reading_index=block.reading_index, label=block.region.label, task=block.task.value,
-                role=block.role.value, bbox=bbox, bbox_1000=normalise_box(bbox, width, height),
-                origin=block.region.source)
+    base = _region_base(block, width, height)
     failures = [outcome.error for outcome in outcomes if not outcome.ok]
     if by_lines:
-        lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text)  # type: ignore[arg-type]
+        lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text,  # type: ignore[arg-type]
+                                 outcome.confidence)
                       for line, outcome in zip(block.lines, outcomes) if outcome.text)
     else:
         lines = ()
@@ -144,7 +206,7 @@ def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[
     from_layer = fallback_text(words, bbox)
     if from_layer is not None:
         text, layer_lines = from_layer
-        return RegionResult(text=text, status=RegionStatus.FALLBACK, lines=layer_lines,
+        return RegionResult(text=text, status=RegionStatus.FALLBACK, lines=layer_lines, source="text_layer",
                             reason=f"{what}; text taken from the PDF text layer", **base)
     return RegionResult(text=read_text, status=RegionStatus.FAILED, lines=lines,
                         reason=f"{what}; the page has no text layer to fall back to", **base)

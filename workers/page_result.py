@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from workers.structure_blocks import Block
+
 Box = tuple[float, float, float, float]
 
 
@@ -71,12 +73,14 @@ class RegionResult:
     reason: str | None = None   # why, when status is not ok
     lines: tuple[LineResult, ...] = ()
     figure: str | None = None   # file name of the figure crop, for figures
+    blocks: tuple[Block, ...] = ()   # its structure (workers.structure); () in results stored before it
 
     def to_dict(self) -> dict[str, Any]:
         return {"reading_index": self.reading_index, "label": self.label, "task": self.task, "role": self.role,
                 "bbox": [round(v, 1) for v in self.bbox], "bbox_1000": list(self.bbox_1000), "text": self.text,
                 "status": self.status.value, "origin": self.origin, "source": self.source, "reason": self.reason,
-                "lines": [line.to_dict() for line in self.lines], "figure": self.figure}
+                "lines": [line.to_dict() for line in self.lines], "figure": self.figure,
+                "blocks": [block.to_dict() for block in self.blocks]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionResult:
@@ -84,7 +88,8 @@ class RegionResult:
                    tuple(float(v) for v in data["bbox"]), tuple(int(v) for v in data["bbox_1000"]),  # type: ignore[arg-type]
                    data["text"], RegionStatus(data["status"]), data.get("origin", "layout"), data.get("source", "ocr"),
                    data.get("reason"),
-                   tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"))
+                   tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"),
+                   tuple(Block.from_dict(block) for block in data.get("blocks", ())))
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class PageResult:
     regions: tuple[RegionResult, ...]
     timings: dict[str, float] = field(default_factory=dict)   # seconds per stage
     reason: str | None = None   # a sentence when some regions are not ok
+    text_layer: str | None = None   # PDF pages in text-layer mode auto: whether its text layer was used, and why
 
     @property
     def page_number(self) -> int:
@@ -117,7 +123,7 @@ class PageResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file_index": self.file_index, "page": self.page_number, "width": self.width, "height": self.height,
-                "dpi": round(self.dpi, 3), "reason": self.reason,
+                "dpi": round(self.dpi, 3), "reason": self.reason, "text_layer": self.text_layer,
                 "timings": {name: round(s, 4) for name, s in self.timings.items()},
                 "regions": [region.to_dict() for region in self.regions]}
 
@@ -125,4 +131,4 @@ class PageResult:
     def from_dict(cls, data: dict[str, Any]) -> PageResult:
         return cls(int(data["file_index"]), int(data["page"]) - 1, int(data["width"]), int(data["height"]),
                    float(data["dpi"]), tuple(RegionResult.from_dict(r) for r in data["regions"]),
-                   dict(data.get("timings", {})), data.get("reason"))
+                   dict(data.get("timings", {})), data.get("reason"), data.get("text_layer"))

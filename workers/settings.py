@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     recognizer_max_concurrency: int = Field(48, ge=1)   # a page's lines in flight at once, so the engine batches them
     tesseract_cmd: str = "tesseract"
     tesseract_lang: str = "eng"
+    # A job's text-layer mode unless it names one: `auto` takes a born-digital PDF page's own text
+    # when it passes its checks (vision/text_layer.py), `never` always recognises.
+    text_layer: Literal["auto", "never"] = "auto"
 
     # Schema extraction, for jobs sent with a schema. Route "auto": "vision" (page images to the
     # recogniser's VLM) when the recogniser is `openai`, else "text" (recognised text to a text LLM).

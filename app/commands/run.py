@@ -1,4 +1,5 @@
-"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--schema S] [--force]`
+"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--text-layer auto|never]
+[--schema S] [--force]`
 
 The batch folder job, with no server running: it starts a private worker (and
 our engine, when it is the recogniser) on loopback with an embedded broker in
@@ -40,6 +41,7 @@ SUMMARY = "OCR files and folders to Markdown/JSON/text/PDF without a server"
 POLL_INTERVAL_S = 0.25
 OWNER = "cli"
 EXTRACTION_OUTPUT = "extraction.json"   # NAME.extraction.json, beside NAME.md
+TEXT_LAYER_MODES = ("auto", "never")     # vision.text_layer's, named here so --help needs no PDF library
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--formats", default="md,json,txt,pdf", help="comma-separated: md,json,txt,pdf")
     parser.add_argument("--pages", default=None, help="pages of each input, e.g. 1-5,8 (pages past the end are skipped)")
     parser.add_argument("--dpi", type=float, default=None, help="render resolution for PDF pages")
+    parser.add_argument("--text-layer", choices=TEXT_LAYER_MODES, default=None,
+                        help="auto: a PDF page whose own text layer passes checks takes its text from it (exact, "
+                             "fast); never: always recognise (default: auto, or OCRSERVE_TEXT_LAYER)")
     parser.add_argument("--schema", default=None,
                         help="also extract fields into NAME.extraction.json: a JSON schema file or a registered name")
     parser.add_argument("--force", action="store_true", help="redo inputs already done")
@@ -136,7 +141,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
         for item, sha256 in todo:
             try:
                 job = service.submit(OWNER, [Upload(item.path.name, item.path.read_bytes())], args.pages, formats,
-                                     args.dpi, clamp_pages=True, extraction=extraction)
+                                     args.dpi, clamp_pages=True, extraction=extraction,
+                                     text_layer=getattr(args, "text_layer", None))
             except InputError as exc:
                 tally.failed.append((str(item.path), str(exc)))
                 continue

@@ -37,7 +37,7 @@ def test_a_submitted_job_reports_its_pages_and_finishes(finished):
     assert all(p["reason"] is None and p["regions_ok"] > 0 for p in job["pages"])
     assert job["created_at"].endswith("Z") and job["finished_at"] >= job["created_at"]
     assert [f["filename"] for f in job["files"]] == ["report.pdf", "columns.pdf"]
-    assert job["formats"] == ["md", "json", "txt", "pdf"]
+    assert job["formats"] == ["md", "json", "txt", "pdf"] and job["text_layer"] == "auto"
 
 
 def test_all_four_formats_come_back(client, finished):
@@ -66,7 +66,7 @@ def test_json_is_documents_pages_regions(client, finished):
         assert [r["reading_index"] for r in regions] == list(range(len(regions)))
         for region in regions:
             assert set(region) >= {"label", "bbox", "bbox_1000", "text", "status", "reading_index", "lines"}
-            assert region["status"] == "ok"
+            assert region["status"] == "ok" and region["source"] == "text_layer", "born-digital: its own text"
             assert all(0 <= v <= 1000 for v in region["bbox_1000"])
             assert region["bbox"][2] <= page["width"] and region["bbox"][3] <= page["height"]
 
@@ -168,4 +168,19 @@ def test_openapi_describes_the_jobs_api(client):
     assert set(spec["paths"]["/v1/jobs"]) == {"get", "post"}
     assert "delete" in spec["paths"]["/v1/jobs/{job_id}"]
     body = spec["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
-    assert set(body["properties"]) == {"files", "pages", "formats", "dpi", "schema"}
+    assert set(body["properties"]) == {"files", "pages", "formats", "dpi", "schema", "text_layer"}
+    assert body["properties"]["text_layer"]["enum"] == ["auto", "never"]
+
+
+def test_the_text_layer_option_is_stored_shown_and_obeyed(client, api_settings):
+    answer = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(1))),
+                         data={"text_layer": "never", "formats": "md"})
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["text_layer"] == "never"
+    job = wait_for_job(client, answer.json()["id"])
+    assert job["state"] == "done" and job["text_layer"] == "never"
+    listed = {j["id"]: j for j in client.get("/v1/jobs", headers=auth()).json()["jobs"]}
+    assert listed[job["id"]]["text_layer"] == "never"
+    page = client.get(f"/v1/jobs/{job['id']}/result?format=json", headers=auth()).json()["documents"][0]["pages"][0]
+    assert page["text_layer"] is None and {r["source"] for r in page["regions"]} == {"ocr"}, "recognised"
+    assert samples.page_sentence(0) in " ".join(r["text"] for r in page["regions"])

@@ -49,7 +49,12 @@ def test_a_folder_is_read_resumed_and_narrowed_to_pages(tmp_path, inputs):
                        *[f"sub/scan.{f}" for f in ("json", "md", "pdf", "txt")]]
     report = (out / "report.md").read_text()
     assert all(samples.page_sentence(n) in report for n in range(3))
-    assert json.loads((out / "report.json").read_text())["source"] == str(inputs / "report.pdf")
+    report_json = json.loads((out / "report.json").read_text())
+    assert report_json["source"] == str(inputs / "report.pdf")
+    sources = {r["source"] for page in report_json["documents"][0]["pages"] for r in page["regions"]}
+    assert sources == {"text_layer"}, "by default a born-digital PDF takes its own text"
+    scan_json = json.loads((out / "sub" / "scan.json").read_text())
+    assert {r["source"] for r in scan_json["documents"][0]["pages"][0]["regions"]} == {"ocr"}
     assert samples.page_sentence(0) in (out / "sub" / "scan.txt").read_text()
     columns = (out / "sub" / "columns.txt").read_text()
     assert columns.index("Cherries") < columns.index("Tables")
@@ -59,12 +64,15 @@ def test_a_folder_is_read_resumed_and_narrowed_to_pages(tmp_path, inputs):
     assert again.returncode == 1 and "0 done, 1 failed, 3 skipped" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.md")} == stamps, "done inputs were not redone"
 
-    narrowed = _run(tmp_path, str(inputs / "report.pdf"), "--out", str(out), "--pages", "2-3,7", "--formats", "md,txt")
+    narrowed = _run(tmp_path, str(inputs / "report.pdf"), "--out", str(out), "--pages", "2-3,7",
+                    "--formats", "md,txt,json", "--text-layer", "never")
     assert narrowed.returncode == 0, narrowed.stderr
     assert "1 input(s): 1 done, 0 failed, 0 skipped" in narrowed.stderr
     text = (out / "report.txt").read_text()
     assert samples.page_sentence(1) in text and samples.page_sentence(2) in text
     assert samples.page_sentence(0) not in text and text.count("\f") == 1
+    pages = json.loads((out / "report.json").read_text())["documents"][0]["pages"]
+    assert {r["source"] for page in pages for r in page["regions"]} == {"ocr"}, "--text-layer never recognises"
 
 
 def test_inputs_and_the_manifest(tmp_path, inputs):
@@ -92,3 +100,12 @@ def test_arguments_that_cannot_work_exit_2(tmp_path):
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
     bad_format = _run(tmp_path, str(tmp_path), "--out", str(tmp_path / "out"), "--formats", "docx")
     assert bad_format.returncode == 2 and "unknown format 'docx'" in bad_format.stderr
+    bad_layer = _run(tmp_path, str(tmp_path), "--out", str(tmp_path / "out"), "--text-layer", "bogus")
+    assert bad_layer.returncode == 2 and "argument --text-layer: invalid choice: 'bogus'" in bad_layer.stderr
+
+
+def test_the_text_layer_choices_are_the_pipelines():
+    from app.commands.run import TEXT_LAYER_MODES as offered
+    from vision.text_layer import TEXT_LAYER_MODES
+
+    assert offered == TEXT_LAYER_MODES == ("auto", "never")

@@ -1,9 +1,11 @@
 """`ocrserve run` as a fresh checkout runs it: no OCRSERVE_* settings at all, so
 the recogniser is the house OCR model, served by our engine (started and
 stopped by `run`) from the weights in models/house-ocr/, with no network.
-A typeset PDF must come back as Markdown that says what the page says."""
+A typeset PDF must come back as Markdown that says what the page says; it is
+recognised (`--text-layer never`), not taken from its own text layer."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,7 +42,8 @@ def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
     env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
     env["PYTHONPATH"] = str(REPO_ROOT)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet"],
+    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
+                           "--text-layer", "never"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     markdown = (out / "report.md").read_text()
@@ -49,3 +52,8 @@ def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
                              if not line.startswith("<!--")).split())   # page markers are comments
     expected = " ".join([TITLE, *BODY])
     assert Levenshtein.distance(text, expected) / len(expected) < 0.03, markdown
+    # every line says how sure the house model is (its tokens' logprobs, drafts still on); clean print is sure
+    lines = [line for page in json.loads((out / "report.json").read_text())["documents"][0]["pages"]
+             for region in page["regions"] for line in region["lines"]]
+    assert len(lines) == 1 + len(BODY)
+    assert all(0.5 < line["confidence"] <= 1.0 and line["low_confidence"] is False for line in lines), lines

@@ -67,6 +67,61 @@ def figure_pdf() -> bytes:
     return doc.tobytes()
 
 
+SCAN_SENTENCE = "Shipment arrived on Monday morning"
+HIDDEN_SENTENCE = "Zebra quilts jump over vexed wizards"
+DEJAVU_SANS = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def hidden_layer_scan_pdf() -> bytes:
+    """A 'scan' (a page image of a title and SCAN_SENTENCE) under an invisible text layer
+    (render mode 3) that says something else: HIDDEN_SENTENCE where the image shows the sentence."""
+    printed = pymupdf.open()
+    page = printed.new_page(width=PAGE_W, height=PAGE_H)
+    page.insert_text((72, 120), "Delivery Note", fontname="hebo", fontsize=22)
+    page.insert_text((72, 200), SCAN_SENTENCE, fontname="helv", fontsize=16)
+    scan = page.get_pixmap(dpi=150).tobytes("png")
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE_W, height=PAGE_H)
+    page.insert_image(page.rect, stream=scan)
+    page.insert_text((72, 120), "Delivery Note", fontname="hebo", fontsize=22, render_mode=3)
+    page.insert_text((72, 200), HIDDEN_SENTENCE, fontname="helv", fontsize=16, render_mode=3)
+    return doc.tobytes()
+
+
+def pasted_scan_pdf() -> bytes:
+    """A born-digital page (a title and three paragraphs) with a scanned snippet pasted in below
+    them: a picture of SCAN_SENTENCE under an invisible OCR layer that says HIDDEN_SENTENCE."""
+    printed = pymupdf.open()
+    snippet = printed.new_page(width=300, height=30)
+    snippet.insert_text((4, 21), SCAN_SENTENCE, fontname="helv", fontsize=16)
+    scan = snippet.get_pixmap(dpi=150).tobytes("png")
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE_W, height=PAGE_H)
+    page.insert_text((72, 90), "Household Inventory Summary", fontname="hebo", fontsize=22)
+    for i, word in enumerate(LEFT_WORDS):
+        top = 130 + 125 * i
+        text = f"{word} are listed here. " + "Each item was counted by hand and checked twice. " * 5
+        assert page.insert_textbox(pymupdf.Rect(72, top, 523, top + 115), text, fontname="helv", fontsize=14) >= 0
+    page.insert_image(pymupdf.Rect(72, 520, 372, 550), stream=scan)
+    page.insert_text((76, 541), HIDDEN_SENTENCE, fontname="helv", fontsize=16, render_mode=3)
+    return doc.tobytes()
+
+
+def unmapped_font_pdf() -> bytes:
+    """multi_page_pdf's first page set in an embedded font whose ToUnicode map was removed,
+    as some PDF producers write them: the text is drawn right, but its layer maps to no letters."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE_W, height=PAGE_H)
+    page.insert_font(fontname="dejavu", fontfile=DEJAVU_SANS)
+    page.insert_text((72, 120), "Quarterly Report", fontname="dejavu", fontsize=22)
+    page.insert_text((72, 200), page_sentence(0), fontname="dejavu", fontsize=16)
+    page.insert_text((72, 240), "The results were good this time", fontname="dejavu", fontsize=16)
+    for xref, _, kind, *_ in page.get_fonts(full=True):
+        if kind == "Type0":
+            doc.xref_set_key(xref, "ToUnicode", "null")
+    return doc.tobytes()
+
+
 def scanned_png() -> bytes:
     """A page image with no text layer (a 'scan'): a PDF page rasterised to PNG."""
     doc = pymupdf.open(stream=multi_page_pdf(1), filetype="pdf")

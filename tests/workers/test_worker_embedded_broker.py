@@ -34,7 +34,8 @@ def test_temporary_recogniser_errors_are_retried_then_fall_back(tmp_path):
     worker = WorkerProcess(env, tmp_path / "worker.log", ("--skip-check",)).wait_ready()
     try:
         service = _service(tmp_path)
-        with_layer = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))])
+        # Recognised (text layer never), so the unreachable recogniser is asked, then its text layer is the fallback.
+        with_layer = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))], text_layer="never")
         scan = service.submit("tester", [Upload("scan.png", samples.scanned_png())])
         done = _final(service, with_layer.id)
         failed = _final(service, scan.id)

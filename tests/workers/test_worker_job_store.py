@@ -1,6 +1,9 @@
 """The job store's state rules: forward-only states, claims, duplicate writes, cancellation."""
 from __future__ import annotations
 
+import json
+import sqlite3
+
 import pytest
 
 from workers.job_model import JobFile, JobOptions, JobState, PageState
@@ -107,3 +110,16 @@ def test_a_page_left_running_past_the_hard_limit_is_failed_by_the_rescue(tmp_pat
     assert job.state is JobState.DONE and [p.state for p in job.pages] == [PageState.FAILED, PageState.DONE]
     assert "hard time limit" in job.pages[0].reason
     assert runner.data_dir.result_path(job_id, "txt").exists()
+
+
+def test_a_job_stored_before_the_text_layer_option_loads_with_auto(store):
+    job_id = _job(store)
+    assert store.get_job(job_id).options.text_layer == "auto"
+    never = store.new_job_id()
+    store.create_job(never, "alice", [JobFile("a.pdf", "pdf", 1, "0" * 64, (0,))], JobOptions(("md",), text_layer="never"))
+    assert store.get_job(never).options.text_layer == "never"
+    # A record written before the option existed has no text_layer in its options.
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE jobs SET options = ? WHERE id = ?", (json.dumps({"formats": ["md"], "dpi": None}), never))
+    old = store.get_job(never)
+    assert old.options == JobOptions(("md",)) and old.options.text_layer == "auto"

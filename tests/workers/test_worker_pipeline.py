@@ -4,7 +4,9 @@ as the Celery tasks call it), on real vision models and real Tesseract.
 Recognition here is Tesseract: the engine serves only a text model until the
 house OCR model lands (the OpenAI path is tested against the real engine in
 test_worker_openai_recognizer.py). Jobs go into an embedded broker no worker
-reads; this file runs the tasks' code itself.
+reads; this file runs the tasks' code itself. The born-digital samples are
+recognised with `text_layer="never"`, and taken from their own text layer with
+the default, `auto`; a counting Tesseract shows which crops were sent.
 """
 from __future__ import annotations
 
@@ -28,6 +30,18 @@ def _settings(tmp_path) -> Settings:
     return Settings(data_dir=tmp_path, recognizer="tesseract", render_dpi=100, vision_num_threads=1)
 
 
+class CountingTesseract(TesseractRecognizer):
+    """Tesseract, counting the crops it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crops = 0
+
+    def recognize(self, items):
+        self.crops += len(items)
+        return super().recognize(items)
+
+
 def _run(runner: JobRunner, job_id: str) -> None:
     for file_index, page_index in runner.start_job(job_id):
         runner.run_page(job_id, file_index, page_index, final_attempt=True)
@@ -36,11 +50,11 @@ def _run(runner: JobRunner, job_id: str) -> None:
 
 @pytest.fixture(scope="module")
 def finished_job(tmp_path_factory):
-    """A three-page PDF and a two-column page in one job, run to the end."""
+    """A three-page PDF and a two-column page in one job, recognised (text layer never), run to the end."""
     settings = _settings(tmp_path_factory.mktemp("pipeline"))
     service = JobService(settings)
     job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(3)),
-                                    Upload("columns.pdf", samples.two_column_pdf())])
+                                    Upload("columns.pdf", samples.two_column_pdf())], text_layer="never")
     _run(JobRunner(settings, TesseractRecognizer()), job.id)
     result = json.loads(service.result_path(job, "json").read_text())
     return service, service.store.get_job(job.id), result
@@ -64,7 +78,8 @@ def test_json_has_documents_pages_regions_with_boxes_and_order(finished_job):
         for page in document["pages"]:
             width, height = page["width"], page["height"]
             assert page["dpi"] == 100 and abs(width - 827) <= 1 and abs(height - 1169) <= 1   # A4 at 100 DPI
-            assert set(page["timings"]) == {"render", "layout", "lines", "order", "recognition", "assembly"}
+            assert set(page["timings"]) == {"render", "layout", "lines", "order", "text_layer", "recognition",
+                                            "assembly"}
             assert [r["reading_index"] for r in page["regions"]] == list(range(len(page["regions"])))
             for region in page["regions"]:
                 assert region["status"] == "ok" and region["label"] in ("text", "title", "header")
@@ -114,7 +129,7 @@ def test_markdown_and_text_follow_reading_order(finished_job):
 def test_unreachable_recogniser_retries_then_falls_back_to_the_text_layer(tmp_path):
     settings = _settings(tmp_path)
     service = JobService(settings)
-    job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))])
+    job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(1))], text_layer="never")
     dead = OpenAIVisionRecognizer(f"http://127.0.0.1:{free_port()}/v1", "glm-ocr", connect_timeout_s=1)
     runner = JobRunner(settings, dead)
     assert runner.start_job(job.id) == [(0, 0)]
@@ -137,6 +152,9 @@ def test_a_scan_is_read_and_without_a_recogniser_it_fails_with_the_reason(tmp_pa
     read = service.submit("tester", [Upload("scan.png", samples.scanned_png())])
     _run(JobRunner(settings, TesseractRecognizer()), read.id)
     assert samples.page_sentence(0) in service.result_path(read, "txt").read_text()
+    page = json.loads(service.result_path(read, "json").read_text())["documents"][0]["pages"][0]
+    assert read.options.text_layer == "auto" and page["text_layer"] is None, "an image has no text layer"
+    assert {region["source"] for region in page["regions"]} == {"ocr"}
 
     unread = service.submit("tester", [Upload("scan.png", samples.scanned_png())])
     dead = OpenAIVisionRecognizer(f"http://127.0.0.1:{free_port()}/v1", "glm-ocr", connect_timeout_s=1)
@@ -144,3 +162,114 @@ def test_a_scan_is_read_and_without_a_recogniser_it_fails_with_the_reason(tmp_pa
     job = service.store.get_job(unread.id)
     assert job.state is JobState.FAILED and job.pages[0].state is PageState.FAILED
     assert "no text layer" in job.error and "unreachable" in job.error
+
+
+# --- the text layer (auto, the default) -------------------------------------------------------------------------
+
+def _layer_words(pdf: bytes, page_no: int = 0) -> list[str]:
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return [word[4] for word in doc[page_no].get_text("words")]
+
+
+def _regions(result: dict, document: int = 0, page: int = 0) -> list[dict]:
+    return result["documents"][document]["pages"][page]["regions"]
+
+
+@pytest.fixture(scope="module")
+def layer_job(tmp_path_factory):
+    """finished_job's documents with the default text-layer mode."""
+    settings = _settings(tmp_path_factory.mktemp("text-layer"))
+    service = JobService(settings)
+    job = service.submit("tester", [Upload("report.pdf", samples.multi_page_pdf(3)),
+                                    Upload("columns.pdf", samples.two_column_pdf())])
+    recogniser = CountingTesseract()
+    _run(JobRunner(settings, recogniser), job.id)
+    result = json.loads(service.result_path(job, "json").read_text())
+    return service, service.store.get_job(job.id), result, recogniser
+
+
+def test_born_digital_pages_take_their_own_text_and_send_nothing(layer_job):
+    service, job, result, recogniser = layer_job
+    assert job.options.text_layer == "auto" and job.state is JobState.DONE
+    assert recogniser.crops == 0, "no crop was sent to the recogniser"
+    documents = [(samples.multi_page_pdf(3), 3), (samples.two_column_pdf(), 1)]
+    for document, (pdf, num_pages) in zip(result["documents"], documents):
+        for page_no, page in enumerate(document["pages"]):
+            assert page["text_layer"].startswith("text layer used: "), page["text_layer"]
+            regions = page["regions"]
+            assert regions and {(r["source"], r["status"]) for r in regions} == {("text_layer", "ok")}
+            assert all(line["confidence"] is None for r in regions for line in r["lines"])
+            words = " ".join(r["text"] for r in regions).split()
+            assert sorted(words) == sorted(_layer_words(pdf, page_no)), "exactly the layer's words, each once"
+    lines = [line["text"] for r in _regions(result) for line in r["lines"]]
+    assert lines == ["Quarterly Report", samples.page_sentence(0), "The results were good this time"]
+    assert _regions(result)[0]["label"] == "title"
+    assert "## Quarterly Report" in service.result_path(job, "md").read_text()
+
+
+def test_the_same_pages_with_never_are_recognised(finished_job, layer_job):
+    _, _, recognised = finished_job
+    _, _, from_layer, _ = layer_job
+    for document in recognised["documents"]:
+        for page in document["pages"]:
+            assert page["text_layer"] is None and {r["source"] for r in page["regions"]} == {"ocr"}
+    # Downstream is the same: two columns in order, and the searchable PDF finds the words.
+    text = "\n".join(region["text"] for region in _regions(from_layer, 1))
+    positions = [text.index(word) for word in ("Household", *samples.LEFT_WORDS, *samples.RIGHT_WORDS)]
+    assert positions == sorted(positions), text
+
+
+def test_the_searchable_pdf_of_a_layer_page_has_the_words_in_place(layer_job):
+    service, job, _, _ = layer_job
+    original = samples.word_boxes(samples.two_column_pdf())
+    with pymupdf.open(service.result_path(job, "pdf")) as pdf:
+        layer = {w[4]: w[:4] for w in pdf[3].get_text("words")}
+    for word in ("Household", *samples.LEFT_WORDS, *samples.RIGHT_WORDS):
+        found, expected = layer[word], original[word]
+        assert abs((found[1] + found[3]) / 2 - (expected[1] + expected[3]) / 2) < 5, word
+        assert found[0] - 8 < expected[0] < found[2], word
+
+
+def test_an_invisible_layer_over_a_scan_is_not_taken_and_the_image_is_read(tmp_path):
+    settings = _settings(tmp_path)
+    service = JobService(settings)
+    job = service.submit("tester", [Upload("scan.pdf", samples.hidden_layer_scan_pdf())])
+    recogniser = CountingTesseract()
+    _run(JobRunner(settings, recogniser), job.id)
+    page = json.loads(service.result_path(job, "json").read_text())["documents"][0]["pages"][0]
+    assert page["text_layer"].startswith("text layer not used: ") and "invisible" in page["text_layer"]
+    assert recogniser.crops >= 2 and {r["source"] for r in page["regions"]} == {"ocr"}
+    text = " ".join(r["text"] for r in page["regions"])
+    assert samples.SCAN_SENTENCE in text and "Delivery Note" in text
+    assert not set(samples.HIDDEN_SENTENCE.split()) & set(text.split()), text
+
+
+def test_a_layer_whose_glyphs_map_to_no_letters_is_recognised(tmp_path):
+    settings = _settings(tmp_path)
+    service = JobService(settings)
+    job = service.submit("tester", [Upload("report.pdf", samples.unmapped_font_pdf())])
+    _run(JobRunner(settings, TesseractRecognizer()), job.id)
+    page = json.loads(service.result_path(job, "json").read_text())["documents"][0]["pages"][0]
+    assert "not mapped to Unicode" in page["text_layer"]
+    assert {r["source"] for r in page["regions"]} == {"ocr"}
+    text = " ".join(r["text"] for r in page["regions"])
+    assert samples.page_sentence(0) in text and "Quarterly Report" in text
+
+
+def test_a_pasted_scan_on_a_born_digital_page_is_the_only_thing_recognised(tmp_path):
+    settings = _settings(tmp_path)
+    service = JobService(settings)
+    job = service.submit("tester", [Upload("notes.pdf", samples.pasted_scan_pdf())])
+    recogniser = CountingTesseract()
+    _run(JobRunner(settings, recogniser), job.id)
+    page = json.loads(service.result_path(job, "json").read_text())["documents"][0]["pages"][0]
+    assert page["text_layer"].startswith("text layer used: ") and "1 line without trusted words recognised" in \
+        page["text_layer"]
+    assert recogniser.crops == 1, "only the pasted scan's line"
+    [scanned] = [r for r in page["regions"] if samples.SCAN_SENTENCE in r["text"]]
+    assert scanned["source"] == "ocr"
+    others = [r for r in page["regions"] if r is not scanned]
+    assert len(others) == 4 and {r["source"] for r in others} == {"text_layer"}
+    text = " ".join(r["text"] for r in page["regions"])
+    assert not set(samples.HIDDEN_SENTENCE.split()) & set(text.split()), "the invisible words are not taken"
+    assert all(word in text for word in ("Household", *samples.LEFT_WORDS))

@@ -7,6 +7,7 @@ from PIL import Image
 from workers.document_result import render_markdown, render_text
 from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
 from workers.searchable_pdf import merge_pdfs, page_pdf
+from workers.structure import with_structure
 
 DPI = 100.0
 POINTS_PER_PIXEL = 72.0 / DPI
@@ -26,7 +27,8 @@ def _page() -> PageResult:
         _region(1, "title", "Annual Report", (100, 100, 400, 140)),
         _region(2, "text", "Quarterly results improved\nacross every region", (100, 200, 520, 265), lines=lines),
         _region(3, "table", "Name Value\nApples 4", (100, 300, 500, 360), task="table"),
-        _region(4, "figure", "", (100, 400, 300, 500), task="skip", figure="file1-page1-region5.png"),
+        _region(4, "figure", "Revenue\n2024", (100, 400, 300, 500), task="skip", figure="file1-page1-region5.png",
+                lines=(LineResult((120, 410, 200, 425), "Revenue"), LineResult((240, 480, 290, 495), "2024"))),
         _region(5, "text", "", (100, 520, 500, 560), status=RegionStatus.FAILED, reason="engine said no"),
         _region(6, "text", "From the layer", (100, 600, 500, 630), status=RegionStatus.FALLBACK, reason="x"),
     ))
@@ -78,7 +80,7 @@ def test_markdown_keeps_every_region_and_says_what_failed():
     assert markdown.index("<!-- header: ACME internal -->") < markdown.index("## Annual Report")
     assert "Quarterly results improved across every region" in markdown
     assert "Name Value\nApples 4" in markdown
-    assert "![figure](out.figures/file1-page1-region5.png)" in markdown
+    assert "![figure](out.figures/file1-page1-region5.png)\n\n> Text in the figure: Revenue · 2024" in markdown
     assert "<!-- region 6 (text) could not be read: engine said no -->" in markdown
     assert "From the layer" in markdown
 
@@ -86,4 +88,24 @@ def test_markdown_keeps_every_region_and_says_what_failed():
 def test_plain_text_is_regions_in_reading_order():
     text = render_text(_result())
     assert text.startswith("ACME internal\n\nAnnual Report\n\nQuarterly results improved\nacross every region")
+    assert "Apples 4\n\nRevenue\n2024\n\n" in text     # a figure's labels are text too
     assert text.endswith("From the layer\n")
+
+
+def _structured_result() -> dict:
+    page = _page()
+    page = PageResult(page.file_index, page.page_index, page.width, page.height, page.dpi,
+                      tuple(with_structure(page.regions, page.width, page.height, page.dpi))).to_dict()
+    page.update({"page": 1, "state": "done"})
+    return {"job_id": "j", "created_at": "now", "documents": [
+        {"filename": "a.pdf", "kind": "pdf", "num_pages": 1, "sha256": "0", "pages": [page]}]}
+
+
+def test_markdown_from_blocks_renders_the_page_as_before():
+    """With blocks, headers stay comments, figures images, unread regions notes; only structure is added."""
+    assert render_markdown(_structured_result(), figure_prefix="out.figures/") == (
+        "<!-- page 1 -->\n\n<!-- header: ACME internal -->\n\n## Annual Report\n\n"
+        "Quarterly results improved across every region\n\nName Value\nApples 4\n\n"
+        "![figure](out.figures/file1-page1-region5.png)\n\n> Text in the figure: Revenue · 2024\n\n"
+        "<!-- region 6 (text) could not be read: engine said no -->\n\nFrom the layer\n")
+    assert render_text(_structured_result()) == render_text(_result())

@@ -46,9 +46,9 @@ def _page_with_cells() -> RenderedPage:
 
 def test_a_line_reader_gets_the_cells_and_a_region_reader_the_whole_table():
     page = _page_with_cells()
-    as_lines = _crops_of(TABLE, page, single_lines=True)
+    as_lines = _crops_of(TABLE, page, single_lines=True, taken=None)
     assert len(as_lines) == 8 and all(item.is_single_line and item.task is RecognitionTask.TEXT for item in as_lines)
-    whole = _crops_of(TABLE, page, single_lines=False)
+    whole = _crops_of(TABLE, page, single_lines=False, taken=None)
     assert len(whole) == 1 and whole[0].task is RecognitionTask.TABLE and not whole[0].is_single_line
 
     region = _region(TABLE, [RecognitionOutcome(t) for t in TEXTS], [], 700, 300, by_lines=True)
@@ -61,5 +61,5 @@ def test_a_cell_with_no_ink_is_not_sent():
     page = _page_with_cells()
     ImageDraw.Draw(page.image).rectangle(ROW_2[1].bbox, fill="white")   # "19.99" erased
     ImageDraw.Draw(page.image).line((100, 150, 580, 150), fill="black", width=2)   # a rule through row 1
-    crops = _crops_of(TABLE, page, single_lines=True)
-    assert [crop is None for crop in crops] == [False] * 7 + [True]
+    crops = _crops_of(TABLE, page, single_lines=True, taken=None)
+    assert [isinstance(crop, RecognitionOutcome) and crop.text == "" for crop in crops] == [False] * 7 + [True]
