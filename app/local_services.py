@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -82,6 +83,13 @@ def child_env(settings: Settings, **overrides: str | None) -> dict[str, str]:
             env[key] = value
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     return env
+
+
+def free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it), for a child that must be given its port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None = None) -> ManagedProcess:

@@ -20,10 +20,11 @@ tasks by name (`workers.job_service`) and never load the pipeline.
 from __future__ import annotations
 
 import logging
+import threading
 
 from celery import chord
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 
 from workers.celery_app import FINISH_JOB, PROCESS_JOB, PROCESS_PAGE, RESCUE_JOB, build_celery_app
 from workers.data_dir import DataDir
@@ -44,6 +45,25 @@ FINISH_MAX_RETRIES = (settings.broker_visibility_timeout_s + settings.page_time_
     // FINISH_RETRY_S + 12
 
 _runner: JobRunner | None = None
+
+
+@worker_process_init.connect
+def _load_vision_models(**_: object) -> None:
+    """Each pool process loads the layout and line models as it starts, while it waits for its
+    first page (and `ocrserve run`'s engine loads), not inside that page. In a thread: Celery
+    gives a starting process a few seconds to report in; a page that comes first waits on the
+    models' load lock."""
+    def load() -> None:
+        from vision.layout import LayoutDetector
+        from vision.lines import LineDetector
+
+        try:
+            LayoutDetector(settings.vision_num_threads)
+            LineDetector(settings.vision_num_threads)
+        except Exception:   # the first page loads them again and reports what is wrong
+            logger.exception("could not load the vision models at start-up")
+
+    threading.Thread(target=load, name="load-vision-models", daemon=True).start()
 
 
 def runner() -> JobRunner:

@@ -115,7 +115,7 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
               tally: Tally) -> int | None:
     from tqdm import tqdm
 
-    from app.local_services import ServiceStartError, child_env, start_engine, start_worker
+    from app.local_services import ServiceStartError, child_env, free_loopback_port, start_engine, start_worker
     from vision.limits import InputError
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.job_service import JobService, Upload
@@ -124,9 +124,16 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
     tmp = Path(tempfile.mkdtemp(prefix="ocrserve-run-"))
     settings = Settings(data_dir=tmp, broker_url=None)
     children = []
+    worker = None
     try:
         if settings.starts_own_engine:
-            engine, engine_url = start_engine(settings, child_env(settings), 0, tmp / "engine.log")
+            # The engine's port is chosen here so the worker can start with its address and load
+            # its own models while the engine loads (each takes seconds); jobs go in once it is up.
+            port = free_loopback_port()
+            settings = settings.model_copy(update={"engine_url": f"http://127.0.0.1:{port}/v1"})
+            worker = start_worker(child_env(settings), args.workers or settings.worker_concurrency, tmp / "worker.log")
+            children.append(worker)
+            engine, engine_url = start_engine(settings, child_env(settings), port, tmp / "engine.log")
             children.append(engine)
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
@@ -148,7 +155,7 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
                 continue
             active[job.id] = (item, sha256)
         # Jobs wait in the embedded broker; a worker is started only when there is work.
-        if active:
+        if active and worker is None:
             worker = start_worker(child_env(settings), args.workers or settings.worker_concurrency, tmp / "worker.log")
             children.append(worker)
 
