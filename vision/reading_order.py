@@ -36,8 +36,6 @@ SAME_ROW_OVERLAP = 0.5       # vertical overlap, as a share of the shorter line,
 GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this still leave a gap between them
 MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are not a column of their own
 MIN_LINE_COLUMN_LINES = 2
-MIN_ALIGNED_ROWS = 3          # ... judged on at least this many rows
-ALIGNED_ROW_SHARE = 0.5       # of a column's rows that must end at its right edge for lines to be read down it
 
 
 class PageRole(StrEnum):
@@ -98,11 +96,10 @@ def order_regions(regions: Sequence[Region], page_height: float) -> list[tuple[i
 class _CutRules:
     min_column_share: float = 0.0   # of the group's width, that each column must span
     min_column_items: int = 1       # boxes each column must hold
-    aligned_edges: bool = False     # every column but the last must end its rows at one edge
 
 
 REGION_RULES = _CutRules()
-LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES, aligned_edges=True)
+LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES)
 
 
 def order_boxes(boxes: Sequence[Box]) -> list[int]:
@@ -128,10 +125,7 @@ def _xy_cut(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> list[int]
 
 def _split_columns(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> list[list[int]] | None:
     """The group cut at its vertical gutters, left to right; None when it has none that leaves
-    each column at least `min_column_share` of the group's width and `min_column_items` boxes,
-    and (`aligned_edges`) ends the rows of every column but the last at one edge: text set in
-    columns is justified (or its rows end in right-aligned page numbers), while the names
-    of a command table or a definition list end wherever they end and are read across."""
+    each column at least `min_column_share` of the group's width and `min_column_items` boxes."""
     gaps = _gaps([(boxes[i][0], boxes[i][2]) for i in ids])
     # A gutter counts when cutting there alone leaves valid columns on both sides (the gap between
     # an index's entries and their page numbers does not); all such gutters are cut at once.
@@ -153,32 +147,7 @@ def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, fl
     if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < rules.min_column_share * width
            for col in columns):
         return None
-    if rules.aligned_edges and not all(_ends_aligned(column, boxes) for column in columns[:-1]):
-        return None
     return columns
-
-
-def _ends_aligned(ids: list[int], boxes: Sequence[Box]) -> bool:
-    """At least `ALIGNED_ROW_SHARE` of the rows end (their rightmost box) within a row's height of
-    the rightmost end."""
-    ends, heights = [], []
-    order = _row_order(ids, boxes)
-    row_end, row_span = None, (0.0, 0.0)
-    for i in order:
-        top, bottom = boxes[i][1], boxes[i][3]
-        heights.append(bottom - top)
-        overlap = min(row_span[1], bottom) - max(row_span[0], top)
-        if row_end is not None and overlap >= SAME_ROW_OVERLAP * min(row_span[1] - row_span[0], bottom - top):
-            row_end = max(row_end, boxes[i][2])
-            continue
-        if row_end is not None:
-            ends.append(row_end)
-        row_end, row_span = boxes[i][2], (top, bottom)
-    ends.append(row_end)
-    if len(ends) < MIN_ALIGNED_ROWS:
-        return False
-    tolerance = sorted(heights)[len(heights) // 2]
-    return sum(end >= max(ends) - tolerance for end in ends) >= ALIGNED_ROW_SHARE * len(ends)
 
 
 def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:

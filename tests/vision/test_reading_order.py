@@ -144,11 +144,3 @@ def test_an_index_column_ending_in_page_numbers_is_a_column():
     right_numbers = [(870, 100 + 25 * i, 900, 120 + 25 * i) for i in range(6)]
     ordered = [line.bbox for line in order_text_lines(_lines(*right_entries, *entries, *right_numbers, *numbers))]
     assert ordered == [box for pair in [*zip(entries, numbers), *zip(right_entries, right_numbers)] for box in pair]
-
-
-def test_a_command_table_is_read_across_its_rows():
-    """Names end wherever they end: a definition list, not two columns of text (Octave's refcard)."""
-    names = [(100, 100 + 25 * i, 160 + 25 * (i % 4), 120 + 25 * i) for i in range(8)]
-    descriptions = [(300, 100 + 25 * i, 520 + 40 * (i % 3), 120 + 25 * i) for i in range(8)]
-    ordered = [line.bbox for line in order_text_lines(_lines(*descriptions, *names))]
-    assert ordered == [box for pair in zip(names, descriptions) for box in pair]
