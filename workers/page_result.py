@@ -101,7 +101,7 @@ class PageResult:
     dpi: float
     regions: tuple[RegionResult, ...]
     timings: dict[str, float] = field(default_factory=dict)   # seconds per stage
-    reason: str | None = None   # a sentence when some regions are not ok
+    reason: str | None = None   # a sentence when some regions are not ok, or the text is far short of the lines
     text_layer: str | None = None   # PDF pages in text-layer mode auto: whether its text layer was used, and why
 
     @property

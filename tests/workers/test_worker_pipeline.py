@@ -21,7 +21,7 @@ from workers.job_model import JobState, PageState
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
 from workers.openai_recognizer import OpenAIVisionRecognizer
-from workers.recognizer import RecognizerUnavailableError
+from workers.recognizer import RecognitionOutcome, RecognizerUnavailableError
 from workers.settings import Settings
 from workers.tesseract_recognizer import TesseractRecognizer
 
@@ -273,3 +273,23 @@ def test_a_pasted_scan_on_a_born_digital_page_is_the_only_thing_recognised(tmp_p
     text = " ".join(r["text"] for r in page["regions"])
     assert not set(samples.HIDDEN_SENTENCE.split()) & set(text.split()), "the invisible words are not taken"
     assert all(word in text for word in ("Household", *samples.LEFT_WORDS))
+
+
+class ClippedTesseract(TesseractRecognizer):
+    """Tesseract that hands back only each crop's first character: a recogniser gone wrong."""
+
+    def recognize(self, items):
+        return [RecognitionOutcome(outcome.text[:1]) if outcome.ok else outcome
+                for outcome in super().recognize(items)]
+
+
+def test_a_page_read_far_shorter_than_its_lines_says_so():
+    from vision.document import Document
+    from workers.page_pipeline import PagePipeline
+
+    document = Document.open(samples.two_column_pdf(), "two.pdf")
+    rendered = document.render_page(0, 100)
+    whole = PagePipeline(TesseractRecognizer(), vision_num_threads=1).process(document, rendered, 0)
+    assert whole.reason is None
+    clipped = PagePipeline(ClippedTesseract(), vision_num_threads=1).process(document, rendered, 0)
+    assert "characters were read from" in clipped.reason and "text may be missing" in clipped.reason
