@@ -39,7 +39,8 @@ import numpy as np
 from vision.layout import RecognitionTask, Region
 from vision.lines import TextLine
 
-LEADER_INK_COLUMNS = 0.15   # share of a gap's pixel columns holding ink for dot leaders to join two lines
+LEADER_INK_COLUMNS = 0.08   # share of the dotted run's pixel columns holding ink for leaders to join two lines
+LEADER_SPAN = 0.6           # share of the gap the dotted run must cover
 MIN_COVER = 0.5         # share of a line's area a region must cover to claim it
 ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line heights (a column gap is wider)
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
@@ -145,13 +146,29 @@ def group_lines(lines: Sequence[TextLine], page: np.ndarray | None = None) -> li
     bands = [line.band for line in lines]
     for a in range(len(lines)):
         for b in range(a + 1, len(lines)):
-            if _are_neighbours(lines[a].bbox, bands[a], lines[b].bbox, bands[b]) \
-                    or (page is not None and _joined_by_leaders(page, lines[a].bbox, bands[a], lines[b].bbox, bands[b])):
+            if _are_neighbours(lines[a].bbox, bands[a], lines[b].bbox, bands[b]):
+                parent[root(a)] = root(b)
+    if page is not None:   # leaders join a line only to the next line on its right in its row
+        for a, b in _right_neighbours(lines, bands):
+            if _joined_by_leaders(page, lines[a].bbox, bands[a], lines[b].bbox, bands[b]):
                 parent[root(a)] = root(b)
     blocks: dict[int, list[TextLine]] = {}
     for i, line in enumerate(lines):
         blocks.setdefault(root(i), []).append(line)
     return list(blocks.values())
+
+
+def _right_neighbours(lines: Sequence[TextLine], bands: Sequence[tuple[float, float]]) -> list[tuple[int, int]]:
+    """(a, b) where b is the nearest line to the right of a in a's row (bands overlapping by
+    half the thinner)."""
+    pairs = []
+    for a, line in enumerate(lines):
+        right = [b for b, other in enumerate(lines) if other.bbox[0] >= line.bbox[2]
+                 and min(bands[a][1], bands[b][1]) - max(bands[a][0], bands[b][0])
+                 >= 0.5 * min(bands[a][1] - bands[a][0], bands[b][1] - bands[b][0])]
+        if right:
+            pairs.append((a, min(right, key=lambda b: lines[b].bbox[0])))
+    return pairs
 
 
 def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence[float],
@@ -170,9 +187,10 @@ def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence
 
 def _joined_by_leaders(page: np.ndarray, a: Sequence[float], a_band: tuple[float, float], b: Sequence[float],
                        b_band: tuple[float, float]) -> bool:
-    """Same row, apart, and the gap between them dotted: at least `LEADER_INK_COLUMNS` of its
-    pixel columns hold ink (darker than mid-grey) within the row's band, and no blank stretch
-    in it is as wide as the row is tall (a gutter is blank, dots are close together)."""
+    """Same row, apart, and the gap between them dotted: ink (darker than mid-grey, within the
+    row's band) runs over at least `LEADER_SPAN` of the gap, at least `LEADER_INK_COLUMNS` of
+    the pixel columns along that run hold ink, and no blank stretch in it is as wide as the row
+    is tall (a gutter is blank, or crossed by one rule; dots are close together)."""
     (a_top, a_bottom), (b_top, b_bottom) = a_band, b_band
     top, bottom = max(a_top, b_top), min(a_bottom, b_bottom)
     if bottom - top < 0.5 * min(a_bottom - a_top, b_bottom - b_top):
@@ -183,10 +201,11 @@ def _joined_by_leaders(page: np.ndarray, a: Sequence[float], a_band: tuple[float
     if x1 - x0 < 4 or y1 <= y0:
         return False
     inked = (page[y0:y1, x0:x1].min(axis=2) < 128).any(axis=0)    # [columns]: darkest channel
-    if float(inked.mean()) < LEADER_INK_COLUMNS:
+    at = np.flatnonzero(inked)
+    if at.size == 0 or at[-1] - at[0] + 1 < LEADER_SPAN * inked.size:
         return False
-    ink_at = np.flatnonzero(np.concatenate(([True], inked, [True])))
-    return int(np.diff(ink_at).max()) - 1 < bottom - top
+    dotted = inked[at[0]:at[-1] + 1]   # leaders may stop short of the text on either side
+    return float(dotted.mean()) >= LEADER_INK_COLUMNS and int(np.diff(at).max(initial=1)) - 1 < bottom - top
 
 
 def _grown(region: Region, lines: Sequence[TextLine]) -> Region:

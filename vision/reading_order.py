@@ -34,6 +34,7 @@ LABELLED_MARGIN_BAND = 0.12  # ... and where a region the layout model labels he
 MAX_MARGIN_REGION = 0.04     # ... and how tall (share of page height) such a strip may be
 SAME_ROW_OVERLAP = 0.5       # vertical overlap, as a share of the shorter line, that puts two lines in one row
 GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this still leave a gap between them
+MIN_REGION_COLUMN_SHARE = 0.1  # of the body's width: a run of page numbers beside a contents list is no column
 MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are not a column of their own
 MIN_LINE_COLUMN_LINES = 2
 
@@ -98,7 +99,7 @@ class _CutRules:
     min_column_items: int = 1       # boxes each column must hold
 
 
-REGION_RULES = _CutRules()
+REGION_RULES = _CutRules(MIN_REGION_COLUMN_SHARE)
 LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES)
 
 

@@ -192,7 +192,8 @@ def _toc_blocks(region: RegionResult, rows: list[Row], h: float) -> Draft:
     items = []
     for row, entry in zip(rows, entries):
         title, page = entry if entry is not None else (row.text, None)
-        items.append(ListItem("", f"{title} … {page}" if page else title, row.line_ids))
+        # a tab, not an invented leader: plain text keeps the page's characters, Markdown shows a space
+        items.append(ListItem("", f"{title}\t{page}" if page else title, row.line_ids))
     return [(Block(BlockType.LIST, "\n".join(item.text for item in items), _ids(rows), items=tuple(items),
                    ordered=False), h)]
 
