@@ -9,7 +9,10 @@ each recogniser a page at a time, as the page pipeline does. Both recognisers ge
 the machine's two cores: Tesseract as two single-threaded processes (the
 pipeline's setting), the engine with two threads. CPU is counted over every
 process involved (for the house model: the engine server and this process's
-client; for Tesseract: its processes). The house model's line encoder is also
+client, whose own share is also printed; for Tesseract: its processes). The engine's
+caches are flushed before each pass, so no pass reuses what an earlier one computed
+for the same crops (`--client` sends them one request per crop instead of in batch requests, as
+BMP or as PNG, to measure what each costs). The house model's line encoder is also
 timed on its own (one thread, in this process) over the same crops, so the
 table shows how much of Tesseract's whole per-line budget the frozen encoder
 alone takes; and the house model's whole compute (request building and decoder
@@ -27,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import psutil
 
@@ -43,13 +47,19 @@ from workers.recognizer import RecognitionItem, build_recognizer  # noqa: E402
 from workers.settings import Settings  # noqa: E402
 
 
-def measure(recognizer, pages: list[list[RecognitionItem]], process: psutil.Process | None) -> dict:
+def measure(recognizer, pages: list[list[RecognitionItem]], process: psutil.Process | None,
+            engine_url: str | None = None) -> dict:
     recognizer.recognize(pages[0][:8])   # warm-up: model loads, first requests
-    cpu, wall, failed = cpu_seconds(process), time.perf_counter(), 0
+    if engine_url is not None:
+        # The engine keeps what it computed for an image by its hash (prefix cache, encoder features):
+        # every pass, the first included, must see these crops as new.
+        httpx.post(engine_url.removesuffix("/v1") + "/flush_cache", timeout=60).raise_for_status()
+    cpu, own, wall, failed = cpu_seconds(process), time.process_time(), time.perf_counter(), 0
     for items in pages:
         failed += sum(not outcome.ok for outcome in recognizer.recognize(items))
     crops = sum(map(len, pages))
     return {"cpu_ms_per_crop": (cpu_seconds(process) - cpu) * 1000 / crops,
+            "client_cpu_ms_per_crop": (time.process_time() - own) * 1000 / crops,
             "wall_ms_per_crop": (time.perf_counter() - wall) * 1000 / crops, "failed": failed}
 
 
@@ -100,6 +110,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--client", choices=("batch", "bmp", "png"), default="batch",
+                        help="how the recogniser sends crops: as it does (batch requests of BMP crops), or one "
+                             "request per crop as a BMP, or as a PNG (the client before issue 18)")
     args = parser.parse_args()
 
     settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="ocrserve-recognition-cost-")), recognizer="house")
@@ -112,12 +125,14 @@ def main() -> int:
     try:
         house = build_recognizer(settings.model_copy(update={"engine_url": url}))
         house.check()
+        if args.client != "batch":
+            house.uses_batch, house.image_format = False, args.client.upper()
         tesseract = build_recognizer(settings.model_copy(update={"recognizer": "tesseract"}))
         # twice, interleaved, so drift on a shared machine hits both
         runs: dict[str, list[dict]] = {"tesseract": [], "house": []}
         for _ in range(2):
             runs["tesseract"].append(measure(tesseract, pages, None))
-            runs["house"].append(measure(house, pages, psutil.Process(engine.popen.pid)))
+            runs["house"].append(measure(house, pages, psutil.Process(engine.popen.pid), url))
     finally:
         engine.stop()
 
@@ -136,12 +151,15 @@ def main() -> int:
         return min(run[key] for run in runs[name])
 
     print(f"{crops} line crops from {args.pages} pages x clean/scan-like at {settings.render_dpi:g} DPI, "
-          f"mean network input width {np.mean([x.shape[3] for x in inputs]):.0f} px; two runs each, interleaved")
+          f"mean network input width {np.mean([x.shape[3] for x in inputs]):.0f} px; two runs each, interleaved; "
+          f"client: {args.client}")
     print(f"{'recogniser':<46} {'CPU ms/crop':>16} {'wall ms/crop':>16}")
     for name, label in (("tesseract", "Tesseract (2 processes)"), ("house", "house model via the engine (2 threads)")):
         cpu = " ".join(f"{run['cpu_ms_per_crop']:7.1f}" for run in runs[name])
         wall = " ".join(f"{run['wall_ms_per_crop']:7.1f}" for run in runs[name])
         print(f"{label:<46} {cpu:>16} {wall:>16}")
+    client = " ".join(f"{run['client_cpu_ms_per_crop']:7.1f}" for run in runs["house"])
+    print(f"{'  of which the recogniser client (this process)':<46} {client:>16}")
     print(f"{'  its line encoder alone (1 thread)':<46} {' '.join(f'{ms:7.1f}' for ms in encoder_ms):>16}")
     floor = in_process["build_cpu_ms_per_crop"] + in_process["steps_cpu_ms_per_crop"]
     print(f"{'  in process, 1 thread: building the requests':<46} {in_process['build_cpu_ms_per_crop']:>7.1f}"
@@ -155,7 +173,8 @@ def main() -> int:
           f"encoder alone is {encoder_share:.2f}x Tesseract's whole CPU per crop, its compute without serving "
           f"{floor / best('tesseract', 'cpu_ms_per_crop'):.2f}x")
     failed = {name: [run["failed"] for run in value] for name, value in runs.items()}
-    print(json.dumps({"crops": crops, "pages": args.pages, "runs": runs, "encoder_cpu_ms_per_crop": encoder_ms,
+    print(json.dumps({"crops": crops, "pages": args.pages, "client": args.client, "runs": runs,
+                      "encoder_cpu_ms_per_crop": encoder_ms,
                       "encoder_share_of_tesseract_cpu": encoder_share, "in_process": in_process,
                       "compute_share_of_tesseract_cpu": floor / best("tesseract", "cpu_ms_per_crop"),
                       "failed": failed}))

@@ -97,6 +97,10 @@ class Engine:
         return self.multimodal is not None
 
     # -- admission -------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        """A text prompt's token ids: the template already wrote any special tokens, none are added."""
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
     def make_request(self, prompt: str | Sequence[int], params: SamplingParams,
                      request_id: str | None = None, tenant: str = "",
                      images: Sequence[ImageData] | None = None) -> Request:
@@ -109,7 +113,7 @@ class Engine:
             raise InvalidRequestError("params must be SamplingParams")
         params.validate(self.vocab_size)
         if isinstance(prompt, str):
-            prompt_ids = self.tokenizer.encode(prompt, add_special_tokens=False)
+            prompt_ids = self.tokenize(prompt)
         else:
             prompt_ids = [int(t) for t in prompt]
             bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
@@ -398,6 +402,8 @@ class Engine:
 
     def flush_cache(self) -> bool:
         self.runner.encoder_cache.clear()
+        if self.multimodal is not None:
+            self.multimodal.clear_cache()
         if self.cache is None:
             return False
         self.cache.flush()

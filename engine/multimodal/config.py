@@ -12,6 +12,7 @@ class MultimodalConfig:
     min_image_side: int = 4                    # pixels; thinner images carry nothing a model can read
     max_aspect_ratio: float = 200.0            # the Qwen2-VL / GLM-V processors refuse longer strips
     encoder_cache_bytes: int = 256 * 1024 * 1024  # vision-encoder outputs kept for repeated images
+    preprocess_cache_bytes: int = 64 * 1024 * 1024  # preprocessed pixels (house-ocr: encoder features), likewise
 
     def __post_init__(self) -> None:
         for name in ("max_image_bytes", "max_image_pixels", "max_images_per_request", "min_image_side"):
@@ -19,5 +20,6 @@ class MultimodalConfig:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.max_aspect_ratio < 1:
             raise ValueError(f"max_aspect_ratio must be at least 1, got {self.max_aspect_ratio}")
-        if self.encoder_cache_bytes < 0:
-            raise ValueError(f"encoder_cache_bytes must not be negative, got {self.encoder_cache_bytes}")
+        for name in ("encoder_cache_bytes", "preprocess_cache_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")

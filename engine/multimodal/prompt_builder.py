@@ -15,15 +15,18 @@ is a function of its pixels, so the key covers it.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import torch
+from PIL import Image
 
 from engine.errors import InvalidRequestError
 from engine.model_config import ModelConfig
 from engine.multimodal.config import MultimodalConfig
+from engine.multimodal.encoder_cache import EncoderCache
 from engine.multimodal.image_decode import ImageData, decode_image
 from engine.multimodal.image_processor import ImagePreprocessor
 from engine.multimodal.mrope import mrope_positions
@@ -69,6 +72,11 @@ class MultimodalPromptBuilder:
         else:
             self.preprocessor = ImagePreprocessor(path, model_config.architecture)
         self.merge_size = self.preprocessor.merge_size
+        # Preprocessed pixels by image hash: an image sent again (a retried line, a retried page,
+        # the same crop twice) skips the model's preprocessing -- for house-ocr, its line encoder.
+        # `build` runs on the engine's request-building threads, hence the lock.
+        self._preprocessed = EncoderCache(config.preprocess_cache_bytes)   # hash -> (pixel values, grid)
+        self._lock = threading.Lock()
 
     def image_runs(self, prompt_ids: Sequence[int]) -> list[tuple[int, int]]:
         """(start, length) of each run of image tokens: one run per image."""
@@ -99,7 +107,7 @@ class MultimodalPromptBuilder:
         for index, ((start, length), data) in enumerate(zip(runs, images)):
             label = f"image {index + 1}"
             decoded = decode_image(data, index, cfg)
-            pixel_values, grid = self.preprocessor.preprocess(decoded.image, label)
+            pixel_values, grid = self.preprocess(decoded.image, decoded.content_hash, label)
             num_tokens = grid[0] * grid[1] * grid[2] // self.merge_size ** 2
             if length not in (1, num_tokens):
                 raise InvalidRequestError(f"{label} takes {num_tokens} tokens but its placeholder has {length}; "
@@ -115,3 +123,21 @@ class MultimodalPromptBuilder:
         key_ids += prompt_ids[cursor:]
         positions, delta = mrope_positions(len(ids), [(s.offset, s.grid_thw) for s in spans], self.merge_size)
         return MultimodalInputs(ids, key_ids, tuple(spans), positions, delta)
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._preprocessed.clear()
+
+    def preprocess(self, image: Image.Image, content_hash: bytes,
+                   label: str) -> tuple[torch.Tensor, tuple[int, int, int]]:
+        """The preprocessor's (pixel values, grid) of an image, from the cache when it is there (the
+        tensors are shared between requests: nothing writes to them)."""
+        with self._lock:
+            cached = self._preprocessed.get(content_hash)
+        if cached is not None:
+            return cached
+        pixel_values, grid = self.preprocessor.preprocess(image, label)
+        with self._lock:
+            self._preprocessed.put(content_hash, (pixel_values, grid),
+                                   pixel_values.numel() * pixel_values.element_size())
+        return pixel_values, grid

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from engine.server import routes_admin, routes_chat, routes_completions
+from engine.server import routes_admin, routes_batch, routes_chat, routes_completions
 from engine.server.api_errors import install_error_handlers
 from engine.server.deps import ServerContext
 from engine.server.engine_lifecycle import EngineLifecycle
@@ -34,6 +34,7 @@ def create_app(engine: Any, settings: ServerSettings) -> FastAPI:
     app.state.context = context
     install_error_handlers(app)
     app.include_router(routes_chat.router)
+    app.include_router(routes_batch.router)
     app.include_router(routes_completions.router)
     app.include_router(routes_admin.router)
     return app

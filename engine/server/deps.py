@@ -15,6 +15,8 @@ from fastapi import Request
 
 from engine.server.api_errors import ApiError
 from engine.server.engine_lifecycle import EngineLifecycle
+from engine.server.logprobs_format import TokenTexts
+from engine.server.prompt_cache import PromptCache
 from engine.server.settings import ServerSettings
 
 
@@ -24,6 +26,15 @@ class ServerContext:
     settings: ServerSettings
     lifecycle: EngineLifecycle
     created: int = field(default_factory=lambda: int(time.time()))
+    prompt_cache: PromptCache = field(default_factory=PromptCache)   # chat prompts by message structure
+    _token_texts: TokenTexts | None = None
+
+    @property
+    def token_texts(self) -> TokenTexts:
+        """Token id -> text for logprob listings, one cache for every request (the vocabulary is fixed)."""
+        if self._token_texts is None:
+            self._token_texts = TokenTexts(self.engine.tokenizer)
+        return self._token_texts
 
     def served_model_names(self) -> tuple[str, ...]:
         return self.settings.served_model_names or (self.engine.model_name,)

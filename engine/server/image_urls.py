@@ -27,11 +27,12 @@ INLINE_HINT = "send the image inline as a data:image/...;base64 URL"
 def check_image_url(url: str, host_allowlist: tuple[str, ...]) -> bytes | None:
     """Raise a 400 `ApiError` unless `url` is an acceptable image reference.
     Returns the decoded bytes of a data: URL, None for an allowlisted http(s) URL."""
-    parts = urlsplit(url.strip())
+    url = url.strip()
+    if url[:5].lower() == "data:":   # before urlsplit, which would hash and scan the whole payload
+        return check_data_url(url)
+    parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    if scheme == "data":
-        return check_data_url(url.strip())
-    elif scheme in ("http", "https"):
+    if scheme in ("http", "https"):
         host = (parts.hostname or "").lower()
         if host not in {allowed.lower() for allowed in host_allowlist}:
             raise ApiError(400, f"image_url host {host!r} is not on this server's allowlist; {INLINE_HINT}",

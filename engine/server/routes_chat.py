@@ -3,16 +3,18 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
+from engine.sampling_params import SamplingParams
 from engine.server.api_errors import ApiError
 from engine.server.chat_prompt import render_chat_prompt
-from engine.server.deps import get_context, require_api_key, require_ready
+from engine.server.deps import ServerContext, get_context, require_api_key, require_ready
 from engine.server.generation import GenerationRun
 from engine.server.image_urls import fetch_image
-from engine.server.logprobs_format import TokenTexts, chat_logprobs
+from engine.server.logprobs_format import chat_logprobs
 from engine.server.protocol import ChatCompletionRequest
 from engine.server.request_body import read_json_body
 from engine.server.request_lifetime import RequestDeadline
@@ -24,20 +26,47 @@ from engine.server.streaming import ABORTED_MESSAGE, EventStreamResponse, sse_ev
 router = APIRouter()
 
 
+@dataclass
+class ChatCall:
+    """A validated chat request, ready for the engine."""
+
+    header: ResponseHeader
+    params: SamplingParams
+    prompt_ids: list[int]
+    images: list[bytes] | None
+
+
+async def prepare_chat(context: ServerContext, body: ChatCompletionRequest, deadline: RequestDeadline) -> ChatCall:
+    """Model, sampling parameters, prompt (the chat template's, cached by message structure) and image
+    bytes of a chat request; ApiError says what is wrong with it."""
+    engine, settings = context.engine, context.settings
+    header = ResponseHeader(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), context.resolve_model(body.model))
+    params = chat_sampling_params(body, engine.vocab_size)
+    prompt = render_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
+                                settings.image_url_host_allowlist, engine.tokenize, context.prompt_cache)
+    images = await resolve_images(prompt.images, engine, deadline)
+    return ChatCall(header, params, prompt.ids, images)
+
+
+def chat_response_body(call: ChatCall, last, logprobs: dict | None) -> dict:
+    """The whole answer of a finished chat request (`last`: its final RequestOutput)."""
+    if last.finish_reason == "abort":
+        raise ApiError(503, ABORTED_MESSAGE, "aborted")
+    usage = usage_body(last.num_prompt_tokens, last.num_output_tokens, last.num_cached_tokens)
+    return chat_completion_body(call.header, last.text, last.finish_reason, logprobs, usage)
+
+
 @router.post("/v1/chat/completions", dependencies=[Depends(require_api_key), Depends(require_ready)])
 async def create_chat_completion(request: Request) -> Response:
     context = get_context(request)
     engine, settings = context.engine, context.settings
     deadline = RequestDeadline(settings.request_timeout_s)
     body = await read_json_body(request, ChatCompletionRequest, settings.max_request_bytes, deadline)
-    header = ResponseHeader(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), context.resolve_model(body.model))
-    params = chat_sampling_params(body, engine.vocab_size)
-    prompt = render_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
-                                settings.image_url_host_allowlist)
-    images = await resolve_images(prompt.images, engine, deadline)
-    run = await GenerationRun.start(engine, request, prompt.text, params, header.response_id, body.tenant_key,
-                                    deadline, images=images)
-    token_texts = TokenTexts(engine.tokenizer) if body.logprobs else None
+    call = await prepare_chat(context, body, deadline)
+    header = call.header
+    run = await GenerationRun.start(engine, request, call.prompt_ids, call.params, header.response_id,
+                                    body.tenant_key, deadline, images=call.images)
+    token_texts = context.token_texts if body.logprobs else None
 
     def logprobs_of(items: list) -> dict | None:
         return chat_logprobs(token_texts, items) if token_texts is not None else None
@@ -63,12 +92,7 @@ async def create_chat_completion(request: Request) -> Response:
                                               final_usage if include_usage else None))
 
     final = await run.collect()
-    last = final.last
-    if last.finish_reason == "abort":
-        raise ApiError(503, ABORTED_MESSAGE, "aborted")
-    usage = usage_body(last.num_prompt_tokens, last.num_output_tokens, last.num_cached_tokens)
-    return JSONResponse(chat_completion_body(header, last.text, last.finish_reason, logprobs_of(final.logprobs),
-                                             usage))
+    return JSONResponse(chat_response_body(call, final.last, logprobs_of(final.logprobs)))
 
 
 async def resolve_images(sources: list, engine, deadline: RequestDeadline) -> list[bytes] | None:

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from engine.server.api_errors import ApiError
 from engine.server.deps import get_context, require_api_key, require_ready
 from engine.server.generation import GenerationRun
-from engine.server.logprobs_format import TokenTexts, completion_logprobs
+from engine.server.logprobs_format import completion_logprobs
 from engine.server.protocol import CompletionRequest
 from engine.server.request_body import read_json_body
 from engine.server.request_lifetime import RequestDeadline
@@ -33,7 +33,7 @@ async def create_completion(request: Request) -> Response:
     prompt = completion_prompt(body, engine.vocab_size)
     run = await GenerationRun.start(engine, request, prompt, params, header.response_id, body.tenant_key,
                                     deadline)
-    token_texts = TokenTexts(engine.tokenizer) if body.logprobs is not None else None
+    token_texts = context.token_texts if body.logprobs is not None else None
 
     if body.is_stream:
         include_usage = body.include_usage_in_stream

@@ -36,10 +36,11 @@ class ServerSettings:
     keep_alive_timeout_s: int = 5
     shutdown_grace_s: int = 10
     image_url_host_allowlist: tuple[str, ...] = ()   # hosts an http(s) image_url may name
+    max_batch_lines: int = 1024           # requests in one POST /v1/batch
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
-        assert self.max_request_bytes > 0 and self.request_timeout_s > 0
+        assert self.max_request_bytes > 0 and self.request_timeout_s > 0 and self.max_batch_lines > 0
         assert self.keep_alive_timeout_s > 0 and self.shutdown_grace_s >= 0
 
     @property

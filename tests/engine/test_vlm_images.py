@@ -1,10 +1,13 @@
 """Images a request may not carry are refused at admission with an
 InvalidRequestError that says why, before any pixel is decoded where the
-header already tells; the engine keeps serving afterwards. Also: placeholder
-and image counts must agree, text-only models refuse images, and the
-prefix-cache key of an image's tokens is derived from its pixels."""
+header already tells (PNG and BMP, the uncompressed encoding local clients
+send); the engine keeps serving afterwards. Also: placeholder and image counts
+must agree, text-only models refuse images, the prefix-cache key of an image's
+tokens is derived from its pixels, and an image sent again is not preprocessed
+again."""
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 
@@ -37,6 +40,19 @@ def png_header_bomb(width: int, height: int) -> bytes:
     idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
     header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def bmp_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="BMP")
+    return buffer.getvalue()
+
+
+def bmp_header_bomb(width: int, height: int) -> bytes:
+    """A 24-bit BMP header declaring width x height pixels, followed by a few bytes of them."""
+    row = (3 * width + 3) // 4 * 4
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 24, 0, row * height, 2835, 2835, 0, 0)
+    return b"BM" + struct.pack("<IHHI", 14 + 40 + row * height, 0, 0, 14 + 40) + info + b"\0" * 64
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +98,53 @@ def test_bad_images_are_refused_with_clear_messages(vlm, engine):
     prompt = vlm.chat_prompt("Read.")
     out = engine.generate([prompt], greedy(), images=[[png_bytes(image)]])[0]
     assert out.token_ids == vlm.hf_greedy(prompt, [image], 4)
+
+
+def test_a_bmp_reads_as_the_png_of_its_pixels_and_bad_ones_are_refused_before_decoding(vlm, engine):
+    image = random_image(90, 60, seed=8)
+    prompt = vlm.chat_prompt("Read.")
+    as_png = engine.make_request(prompt, greedy(), images=[png_bytes(image)])
+    as_bmp = engine.make_request(prompt, greedy(), images=[bmp_bytes(image)])
+    assert as_bmp.cache_key_ids == as_png.cache_key_ids
+    assert torch.equal(as_bmp.multimodal.images[0].pixel_values, as_png.multimodal.images[0].pixel_values)
+
+    bomb = bmp_header_bomb(20_000, 20_000)
+    assert len(bomb) < 200   # 1.2 GB of pixels declared
+    assert "decompression bomb" in refusal(engine, [bomb], vlm=vlm)
+    message = refusal(engine, [bmp_header_bomb(2000, 2000)], vlm=vlm)
+    assert "2000x2000" in message and "limit is 1000000 pixels" in message and "before decoding" in message
+    whole = bmp_bytes(random_image(200, 150, seed=9))
+    assert "truncated or corrupt" in refusal(engine, [whole[: len(whole) // 2]], vlm=vlm)
+    assert "limit is 200000 bytes" in refusal(engine, [b"BM" + b"\0" * 200_000], vlm=vlm)
+    assert "aspect ratio of 250:1" in refusal(engine, [bmp_bytes(Image.new("RGB", (1000, 4), "white"))], vlm=vlm)
+    out = engine.generate([prompt], greedy(), images=[[bmp_bytes(image)]])[0]
+    assert out.token_ids == vlm.hf_greedy(prompt, [image], 4)
+
+
+def test_an_image_sent_again_is_not_preprocessed_again(vlm):
+    engine = Engine(EngineConfig(model=str(vlm.path), kv_tokens=2048))
+    preprocessor = engine.multimodal.preprocessor
+    calls = []
+    original = preprocessor.preprocess
+    preprocessor.preprocess = lambda image, label: calls.append(label) or original(image, label)
+    prompt = vlm.chat_prompt("Read.")
+    image, other = random_image(90, 60, seed=10), random_image(90, 60, seed=11)
+    first = engine.generate([prompt], greedy(), images=[[png_bytes(image)]])[0]
+    again = engine.generate([prompt], greedy(), images=[[bmp_bytes(image)]])[0]   # the same pixels
+    assert len(calls) == 1 and again.token_ids == first.token_ids == vlm.hf_greedy(prompt, [image], 4)
+    engine.make_request(prompt, greedy(), images=[png_bytes(other)])
+    assert len(calls) == 2
+    engine.flush_cache()
+    engine.make_request(prompt, greedy(), images=[png_bytes(image)])
+    assert len(calls) == 3
+    uncached = Engine(EngineConfig(model=str(vlm.path), kv_tokens=2048),
+                      multimodal_config=MultimodalConfig(preprocess_cache_bytes=0))
+    preprocessor = uncached.multimodal.preprocessor
+    original_uncached = preprocessor.preprocess
+    preprocessor.preprocess = lambda image, label: calls.append(label) or original_uncached(image, label)
+    for _ in range(2):
+        uncached.make_request(prompt, greedy(), images=[png_bytes(image)])
+    assert len(calls) == 5
 
 
 def test_placeholders_and_images_must_agree(vlm, engine):

@@ -96,3 +96,69 @@ def test_confidence_is_the_geometric_mean_of_token_probabilities():
     assert _confidence(logprobs) == pytest.approx((0.9 * 0.4 * 1.0) ** (1 / 3))
     assert _confidence(None) is None and _confidence({"content": None}) is None     # a server that sends none
     assert _confidence({"content": [{"logprob": "junk"}, {"logprob": float("-inf")}]}) is None
+
+
+def test_crops_go_as_bmp_to_loopback_and_as_png_elsewhere():
+    import base64
+    import io
+
+    from PIL import Image
+
+    from workers.openai_recognizer import data_url, is_loopback
+
+    for url, local in (("http://127.0.0.1:30000/v1", True), ("http://localhost:8/v1", True),
+                       ("http://[::1]:8/v1", True), ("https://api.example.org/v1", False),
+                       ("http://10.0.0.2:8/v1", False)):
+        assert is_loopback(url) is local
+        assert OpenAIVisionRecognizer(url, MODEL).image_format == ("BMP" if local else "PNG")
+    image = Image.frombytes("RGB", (37, 9), bytes(range(256)) * 4)
+    for mode, kind in (("RGB", "bmp"), ("L", "bmp"), ("RGBA", "png"), ("P", "png")):
+        converted = image.convert(mode)
+        url = data_url(converted, "BMP")
+        assert url.startswith(f"data:image/{kind};base64,")
+        decoded = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+        assert decoded.mode == mode and decoded.tobytes() == converted.tobytes()
+
+
+def test_a_server_without_batches_gets_one_request_per_crop():
+    """What vLLM or SGLang answer to POST /v1/batch (404): the recogniser asks once, then sends
+    each crop as its own chat request, as before."""
+    import threading
+    import time
+
+    import uvicorn
+    from PIL import Image
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from vision.layout import RecognitionTask
+    from workers.recognizer import RecognitionItem
+
+    seen: list[str] = []
+
+    async def chat(request):
+        body = await request.json()
+        seen.append(body["messages"][0]["content"][0]["image_url"]["url"][:16])
+        return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "read"},
+                                          "finish_reason": "stop", "logprobs": None}]})
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])]),
+                                           host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        recognizer = OpenAIVisionRecognizer(f"http://127.0.0.1:{port}/v1", "glm-ocr")
+        items = [RecognitionItem(Image.new("RGB", (40, 12), "white"), RecognitionTask.TEXT, True)] * 3
+        assert [outcome.text for outcome in recognizer.recognize(items)] == ["read"] * 3
+        assert recognizer.uses_batch is False
+        assert seen == ["data:image/bmp;b"] * 3
+        recognizer.recognize(items[:1])   # asked once per recogniser
+        assert len(seen) == 4
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+

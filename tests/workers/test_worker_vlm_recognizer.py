@@ -45,3 +45,26 @@ def test_crops_reach_a_vision_model_through_the_chat_api(vlm_engine_url):
     for outcome in outcomes:
         # A random model either answers or loops to the token limit; both come back as outcomes.
         assert outcome.text is not None or "token limit" in (outcome.error or "")
+
+
+def test_batched_requests_read_what_one_request_per_crop_reads(vlm_engine_url, monkeypatch):
+    """Our engine takes a page's crops as batch requests (POST /v1/batch, a few lines each here);
+    the outcomes are the per-request path's, token limits and warmer retries included."""
+    from workers import openai_recognizer
+
+    items = [RecognitionItem(crop(f"line {i}"), RecognitionTask.TEXT, True) for i in range(7)]
+    batched = OpenAIVisionRecognizer(vlm_engine_url, "glm-ocr", max_concurrency=4)
+    single = OpenAIVisionRecognizer(vlm_engine_url, "glm-ocr", max_concurrency=4)
+    single.uses_batch = False
+    assert batched.image_format == single.image_format == "BMP"   # loopback: raw pixels
+    monkeypatch.setattr(openai_recognizer, "TEMPERATURE_LADDER", (0.0,))   # greedy only: comparable
+    expected = [(outcome.text, outcome.error) for outcome in single.recognize(items)]
+    assert [(outcome.text, outcome.error) for outcome in batched.recognize(items)] == expected
+    assert batched.uses_batch is True
+    # every line cut off at a tiny limit: asked again warmer, then given up on, as one by one
+    monkeypatch.setattr(openai_recognizer, "TEMPERATURE_LADDER", (0.0, 0.4))
+    monkeypatch.setattr(openai_recognizer, "MAX_TOKENS", {task: 1 for task in RecognitionTask})
+    outcomes = batched.recognize(items)
+    given_up = ["1-token limit at every temperature" in (outcome.error or "") for outcome in outcomes]
+    assert any(given_up)
+    assert all(up or outcome.text is not None for up, outcome in zip(given_up, outcomes))   # or ended at once

@@ -5,10 +5,11 @@ plain and streamed chat completions both give the reference's reading
 is done — and /metrics counts the lines rescored. `"logprobs": true` keeps the
 drafts and the rescoring: one entry per output token, the decoder's log-prob of
 each token of the reading returned (test_house_ocr_logprobs.py checks the engine
-side in detail)."""
+side in detail). A page's crops sent as one batch of BMP data URLs read the same."""
 from __future__ import annotations
 
 import base64
+import json
 import re
 
 import httpx
@@ -103,3 +104,32 @@ def test_chat_logprobs_keep_drafts_and_rescoring(house_server):
         assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in entries]
     assert kept_draft, "no line kept its draft: the test checks nothing"
     assert accepted() > before   # the drafts were still verified
+
+
+def test_a_batch_of_bmp_crops_reads_as_the_reference(house_server):
+    """What the recogniser sends our engine: a page's crops as one POST /v1/batch (the OpenAI Batch
+    API's file format), each an uncompressed BMP data URL with the same task prompt (the prompt
+    cache's case). Each line reads as the reference's rescored reading, the easy and the hard."""
+    from tests.engine.test_vlm_images import bmp_bytes
+
+    reference = load_exported(resolve_model("house-ocr"))
+    encoder = LineEncoder(1)
+    crops = [render(*line) for line in LINES] + \
+        [render(*line).filter(ImageFilter.GaussianBlur(0.6)) for line in HARD_LINES]
+    lines = []
+    for i, crop in enumerate(crops):
+        url = "data:image/bmp;base64," + base64.b64encode(bmp_bytes(crop)).decode()
+        body = {"model": "house-ocr", "max_tokens": 256, "temperature": 0, "logprobs": True,
+                "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                          {"type": "text", "text": "Text Recognition:"}]}]}
+        lines.append(json.dumps({"custom_id": f"crop-{i}", "method": "POST", "url": "/v1/chat/completions",
+                                 "body": body}))
+    response = httpx.post(house_server + "/v1/batch", content="\n".join(lines).encode(), timeout=300)
+    assert response.status_code == 200, response.text
+    answers = [json.loads(line) for line in response.content.splitlines()]
+    assert [answer["custom_id"] for answer in answers] == [f"crop-{i}" for i in range(len(crops))]
+    for crop, answer in zip(crops, answers):
+        expected = reference.decode(torch.from_numpy(encoder.encode(np.asarray(crop))), 256)
+        choice = answer["response"]["body"]["choices"][0]
+        assert choice["message"]["content"] == charset.decode(expected) and choice["finish_reason"] == "stop"
+        assert len(choice["logprobs"]["content"]) == len(expected)

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from tests.engine.server.conftest import REPO_ROOT, SERVER_THREADS, free_port
-from tests.engine.test_vlm_images import png_header_bomb
+from tests.engine.test_vlm_images import bmp_bytes, bmp_header_bomb, png_header_bomb
 from tests.engine.tiny_vlm import build_tiny_vlm, png_bytes, random_image
 
 KEY = "vision-key"
@@ -89,6 +89,11 @@ def test_two_images_in_one_message(vision_server):
     (png_header_bomb(20000, 20000), "image/png", "pixels"),
     (png_bytes(random_image(64, 64, seed=1))[:120], "image/png", "truncated"),
     (b"%PDF-1.7 this is not an image", "image/png", "image 1"),
+    # the uncompressed encoding local clients send: caps still read from the header first
+    (bmp_header_bomb(20000, 20000), "image/bmp", "decompression bomb"),
+    (bmp_header_bomb(8000, 8000), "image/bmp", "8000x8000"),
+    (bmp_bytes(random_image(64, 64, seed=1))[:500], "image/bmp", "truncated"),
+    (b"BM" + b"\xff" * 60, "image/bmp", "image 1"),
 ])
 def test_bad_images_are_clear_400s_and_the_server_keeps_serving(vision_server, raw, media, words):
     with pytest.raises(openai.BadRequestError) as err:
