@@ -8,14 +8,25 @@ rendered as an image (to draw its regions over), and deleting a finished job.
 The page image is rendered from the stored upload at the job's DPI, the same
 call the worker makes, so region boxes (page pixels of that render) fall on
 it; the web page scales them by the result's `width` and `height` anyway, so
-the image could be any size. `DELETE /v1/jobs/{id}` cancels and keeps the
-job; `.../record` removes a job that has ended, so the list stays short.
+the image could be any size. It is rendered once, on the first request, and
+stored with the job's results (`DataDir.page_image_path`, removed with the
+job); later requests are served from that file. At most
+`max_concurrent_page_renders` first renders run at once in the API process (a
+request waits up to `RENDER_WAIT_S` for a turn, then gets 503 with
+Retry-After), so a burst of requests costs bounded memory and CPU. Rendering
+here, on demand, rather than in the worker at page time: only pages someone
+opens in the web page pay for a PNG (most jobs come through the API or the
+CLI and are never viewed), and a job's pages need no second image while it runs.
+`DELETE /v1/jobs/{id}` cancels and keeps the job; `.../record` removes a job
+that has ended, so the list stays short.
 """
 from __future__ import annotations
 
-import io
+import threading
+from pathlib import Path as FilePath
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Request, Response
+from fastapi.responses import FileResponse
 from pydantic import BaseModel, Field
 
 from app.deps import Context, Jobs, Owner
@@ -26,12 +37,16 @@ from vision.limits import InputError
 from vision.text_layer import TEXT_LAYER_MODES
 from workers.job_model import JobRecord
 from workers.job_service import JobService
-from workers.settings import ALL_FORMATS
+from workers.data_dir import write_atomically_with
+from workers.settings import ALL_FORMATS, Settings
 
 router = APIRouter(prefix="/v1", tags=["web page"])
 
 FILE_EXTENSIONS = {"pdf": [".pdf"], "png": [".png"], "jpeg": [".jpg", ".jpeg"], "tiff": [".tif", ".tiff"]}
 IMAGE_CACHE_CONTROL = "private, max-age=3600"   # an upload never changes under its job id
+RENDER_WAIT_S = 10.0           # a first render waits this long for a free slot, then 503
+RENDER_RETRY_AFTER_S = 2
+_SLOTS_LOCK = threading.Lock()
 
 
 class ServiceLimits(BaseModel):
@@ -62,22 +77,52 @@ def get_limits(context: Context, _owner: Owner) -> ServiceLimits:
 
 @router.get("/jobs/{job_id}/pages/{file}/{page}/image", summary="A page of a job, rendered as PNG",
             responses={200: {"content": {"image/png": {}}}})
-def get_page_image(job_id: str, jobs: Jobs, owner: Owner, file: int = Path(ge=1, description="1-based file"),
+def get_page_image(request: Request, job_id: str, jobs: Jobs, owner: Owner,
+                   file: int = Path(ge=1, description="1-based file"),
                    page: int = Path(ge=1, description="1-based page in that file")) -> Response:
     job = _owned_job(jobs, owner, job_id)
     if file > len(job.files) or page - 1 not in job.files[file - 1].page_indices:
         raise ApiError(404, "not_found", f"file {file}, page {page} is not part of this job")
-    upload = jobs.data_dir.upload_path(job.id, file - 1, job.files[file - 1].kind)
+    stored = jobs.data_dir.page_image_path(job.id, file - 1, page - 1)
+    if not stored.is_file():
+        _render_and_store(_render_slots(request, jobs.settings), jobs, job, file - 1, page - 1, stored)
+        if jobs.get(owner, job.id) is None:   # deleted while rendering: leave nothing behind it
+            jobs.data_dir.remove_job_files(job.id)
+            raise ApiError(404, "not_found", "no such job")
+    return FileResponse(stored, media_type="image/png", headers={"Cache-Control": IMAGE_CACHE_CONTROL})
+
+
+def _render_slots(request: Request, settings: Settings) -> threading.BoundedSemaphore:
+    with _SLOTS_LOCK:   # handlers run on the thread pool: made once per app, under a lock
+        slots = getattr(request.app.state, "page_render_slots", None)
+        if slots is None:
+            slots = request.app.state.page_render_slots = threading.BoundedSemaphore(
+                settings.max_concurrent_page_renders)
+        return slots
+
+
+def _render_and_store(slots: threading.BoundedSemaphore, jobs: JobService, job: JobRecord, file_index: int,
+                      page_index: int, stored: FilePath) -> None:
+    """Render the page from the stored upload and write it to `stored` (atomically), in one of
+    the bounded render slots."""
+    if not slots.acquire(timeout=RENDER_WAIT_S):
+        raise ApiError(503, "busy_rendering", "the server is rendering other pages; try again in a moment",
+                       headers={"Retry-After": str(RENDER_RETRY_AFTER_S)})
     try:
-        with Document.open_path(upload, jobs.settings.vision_limits()) as document:
-            rendered = document.render_page(page - 1, job.options.dpi)
-    except FileNotFoundError:
-        raise ApiError(404, "upload_missing", "the uploaded document of this job is no longer stored") from None
-    except InputError as exc:
-        raise ApiError(422, exc.code, f"the page cannot be rendered: {exc}") from None
-    png = io.BytesIO()
-    rendered.image.save(png, format="PNG", optimize=False, compress_level=3)
-    return Response(png.getvalue(), media_type="image/png", headers={"Cache-Control": IMAGE_CACHE_CONTROL})
+        if stored.is_file():   # rendered by another request while this one waited
+            return
+        upload = jobs.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
+        try:
+            with Document.open_path(upload, jobs.settings.vision_limits()) as document:
+                rendered = document.render_page(page_index, job.options.dpi)
+        except FileNotFoundError:
+            raise ApiError(404, "upload_missing", "the uploaded document of this job is no longer stored") from None
+        except InputError as exc:
+            raise ApiError(422, exc.code, f"the page cannot be rendered: {exc}") from None
+        write_atomically_with(stored, lambda out: rendered.image.save(out, format="PNG", optimize=False,
+                                                                      compress_level=3))
+    finally:
+        slots.release()
 
 
 @router.delete("/jobs/{job_id}/record", status_code=204, summary="Delete a finished job and everything stored for it")

@@ -33,7 +33,7 @@ import threading
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
-FINISH_REASONS = ("stop", "length", "abort")
+FINISH_REASONS = ("stop", "length", "abort", "stop_regex_timeout")   # the last: engine.stop's regex budget
 
 # Seconds. TTFT spans a cached short prompt on a GPU up to a long prefill queued
 # behind others on a CPU; inter-token latency spans one small GPU step up to a

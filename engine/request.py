@@ -31,7 +31,7 @@ class RequestOutput:
     token_ids: list[int]
     delta_logprobs: list[TokenLogprobs]
     finished: bool
-    finish_reason: str | None      # "stop" | "length" | "abort"
+    finish_reason: str | None      # "stop" | "length" | "abort" | "stop_regex_timeout" (engine.stop)
     num_prompt_tokens: int
     num_cached_tokens: int
     num_output_tokens: int

@@ -31,10 +31,20 @@ Search cost per token is O(1) in the output length:
   past that, and lookbehind and `^` see the whole output (`^` is the start of
   the output). A match that would start further back is not found: give a
   larger `regex_hold_back_len` for patterns that span more text.
+
+Regex time is bounded twice: one search may take at most
+`REGEX_SEARCH_TIMEOUT_S` (a pattern that passes it is dropped for the request,
+with a warning), and all the searches of one request together at most
+`regex_budget_s` (`regex_time_s` counts what they took; each search is given
+no more than what is left). A request whose budget runs out ends with finish
+reason "stop_regex_timeout" and the text already streamed (the held-back tail,
+which a stop could still have cut, is left out): a slow pattern costs one
+request a bounded amount of engine time however many tokens it makes.
 """
 from __future__ import annotations
 
 import logging
+import time
 
 import regex
 from collections.abc import Sequence
@@ -44,6 +54,8 @@ from engine.detokenizer import IncrementalDetokenizer
 from engine.sampling_params import SamplingParams
 
 REGEX_SEARCH_TIMEOUT_S = 0.05
+DEFAULT_REGEX_BUDGET_S = 0.5       # all stop-regex searches of one request together
+REGEX_BUDGET_FINISH_REASON = "stop_regex_timeout"
 _log = logging.getLogger(__name__)
 DEFAULT_REGEX_HOLD_BACK_LEN = 64   # characters
 
@@ -51,20 +63,23 @@ DEFAULT_REGEX_HOLD_BACK_LEN = 64   # characters
 @dataclass
 class StopResult:
     delta_text: str                       # text safe to stream now
-    finish_reason: str | None = None      # None, "stop" or "length"
+    finish_reason: str | None = None      # None, "stop", "length" or REGEX_BUDGET_FINISH_REASON
     matched_stop: str | int | None = None  # the stop string, regex match text or token id
 
 
 class StopChecker:
     def __init__(self, params: SamplingParams, eos_token_ids: set[int], tokenizer,
                  prompt_ids: Sequence[int] | None = None,
-                 regex_hold_back_len: int = DEFAULT_REGEX_HOLD_BACK_LEN):
-        assert regex_hold_back_len >= 0
+                 regex_hold_back_len: int = DEFAULT_REGEX_HOLD_BACK_LEN,
+                 regex_budget_s: float = DEFAULT_REGEX_BUDGET_S):
+        assert regex_hold_back_len >= 0 and regex_budget_s > 0
         self.params = params
         self._eos_token_ids = frozenset() if params.ignore_eos else frozenset(eos_token_ids)
         self._stop_token_ids = frozenset(params.stop_token_ids)
         self._stop_strings = list(params.stop)
         self._stop_regexes = [regex.compile(p) for p in params.stop_regex]
+        self.regex_budget_s = regex_budget_s
+        self.regex_time_s = 0.0            # charged to the budget: every stop-regex search so far
         longest = max((len(s) for s in self._stop_strings), default=0)
         self.hold_back_len = max(longest - 1, regex_hold_back_len if self._stop_regexes else 0, 0)
         self._detokenizer = IncrementalDetokenizer(tokenizer, prompt_ids, params.skip_special_tokens)
@@ -98,6 +113,9 @@ class StopChecker:
             num_old_chars = len(self._text)
             self._text += new_text
             match = self._find_stop(num_old_chars)
+            if match is None and self._regex_budget_spent:
+                # Nothing found within the budget: end here rather than search on unbounded.
+                return self._finish(self._num_streamed, REGEX_BUDGET_FINISH_REASON, None)
             if match is not None:
                 start, end, matched = match
                 cut = end if self.params.include_stop_str_in_output else start
@@ -123,19 +141,32 @@ class StopChecker:
             if start >= 0:
                 best = _earlier(best, (start, start + len(stop), stop))
         for pattern in list(self._stop_regexes):
+            timeout = min(REGEX_SEARCH_TIMEOUT_S, self.regex_budget_s - self.regex_time_s)
+            if timeout <= 0:
+                break
+            started = time.perf_counter()
             try:
                 # `regex` rather than `re`: a search can be given a deadline, so a
                 # catastrophically backtracking pattern cannot stall the engine thread.
-                for m in pattern.finditer(self._text, self._num_streamed, timeout=REGEX_SEARCH_TIMEOUT_S):
+                for m in pattern.finditer(self._text, self._num_streamed, timeout=timeout):
                     if m.end() > m.start():  # an empty match stops nothing
                         best = _earlier(best, (m.start(), m.end(), m.group(0)))
                         break
             except TimeoutError:
-                _log.warning("stop regex %r exceeded %.2fs; it is dropped for this request",
-                             pattern.pattern, REGEX_SEARCH_TIMEOUT_S)
-                self._stop_regexes.remove(pattern)
+                if timeout == REGEX_SEARCH_TIMEOUT_S:
+                    _log.warning("stop regex %r exceeded %.2fs; it is dropped for this request",
+                                 pattern.pattern, REGEX_SEARCH_TIMEOUT_S)
+                    self._stop_regexes.remove(pattern)
+                else:   # the request's budget ran out first
+                    self.regex_time_s = self.regex_budget_s
+            finally:
+                self.regex_time_s = min(self.regex_budget_s, self.regex_time_s + time.perf_counter() - started)
         assert best is None or best[0] >= self._num_streamed, "a stop match inside streamed text"
         return best
+
+    @property
+    def _regex_budget_spent(self) -> bool:
+        return bool(self._stop_regexes) and self.regex_time_s >= self.regex_budget_s
 
     def _stream(self) -> str:
         end = len(self._text) - self.hold_back_len

@@ -6,6 +6,8 @@ when recognition fails.
 `Document.open` does every check that is cheap — type from magic bytes, byte
 cap, encryption, page count, every image frame's declared pixel count — so a
 bad upload is refused before any page is rendered or any pixel decoded.
+`Document.open_path` does the same on a file without reading it into memory:
+MuPDF and Pillow read what they need from the file.
 
 | kept by `Document`                         | how                                         |
 |--------------------------------------------|---------------------------------------------|
@@ -21,12 +23,13 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pymupdf
 from PIL import Image
 
-from vision.formats import DocumentKind, sniff_kind
+from vision.formats import PDF_HEADER_WINDOW, DocumentKind, sniff_kind
 from vision.images import ImageInfo, decode_frame, inspect_image
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
                            EncryptedPDFError, InputError, VisionLimits)
@@ -81,7 +84,7 @@ class PaintedImage:
 
 class Document:
     def __init__(self, kind: DocumentKind, num_pages: int, limits: VisionLimits,
-                 pdf: pymupdf.Document | None = None, image_data: bytes | None = None,
+                 pdf: pymupdf.Document | None = None, image_data: bytes | Path | None = None,
                  image_info: ImageInfo | None = None):
         assert (pdf is None) != (image_data is None)
         self.kind = kind
@@ -101,20 +104,33 @@ class Document:
             raise EmptyDocumentError("the upload is empty (0 bytes)")
         kind = sniff_kind(data, filename)
         if kind is DocumentKind.PDF:
-            pdf = _open_pdf(data, limits)
+            pdf = _open_pdf(data, limits, data[-PDF_TRAILER_WINDOW:])
             return cls(kind, pdf.page_count, limits, pdf=pdf)
         info = inspect_image(data, kind, limits)
         return cls(kind, info.num_frames, limits, image_data=data, image_info=info)
 
     @classmethod
-    def open_path(cls, path: str | os.PathLike[str], limits: VisionLimits = VisionLimits()) -> Document:
-        """Open a file, checking its size before reading it."""
+    def open_path(cls, path: str | os.PathLike[str], limits: VisionLimits = VisionLimits(),
+                  filename: str | None = None) -> Document:
+        """Open a file, checking its size first; its bytes are never all in memory at once.
+        `filename`: the name the user gave it (default: the file's own)."""
+        path = Path(path)
         size = os.stat(path).st_size
+        shown = filename if filename is not None else path.name
         if size > limits.max_upload_bytes:
-            raise DocumentTooLargeError(
-                f"{os.path.basename(path)} is {size:,} bytes; the limit is {limits.max_upload_bytes:,}")
+            raise DocumentTooLargeError(f"{shown} is {size:,} bytes; the limit is {limits.max_upload_bytes:,}")
+        if size == 0:
+            raise EmptyDocumentError("the upload is empty (0 bytes)")
         with open(path, "rb") as f:
-            return cls.open(f.read(), filename=os.path.basename(path), limits=limits)
+            head = f.read(PDF_HEADER_WINDOW)
+            f.seek(max(0, size - PDF_TRAILER_WINDOW))
+            tail = f.read(PDF_TRAILER_WINDOW)
+        kind = sniff_kind(head, shown)
+        if kind is DocumentKind.PDF:
+            pdf = _open_pdf(path, limits, tail)
+            return cls(kind, pdf.page_count, limits, pdf=pdf)
+        info = inspect_image(path, kind, limits)
+        return cls(kind, info.num_frames, limits, image_data=path, image_info=info)
 
     def select_pages(self, selection: str | None) -> list[int]:
         """0-based page indices for a selection like "1-5,8" (None: all pages)."""
@@ -234,13 +250,17 @@ class Document:
         return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0), stated_dpi * size[0] / image.width
 
 
-def _open_pdf(data: bytes, limits: VisionLimits) -> pymupdf.Document:
+def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupdf.Document:
+    """`source`: the bytes or the file; `tail`: its last PDF_TRAILER_WINDOW bytes."""
     # MuPDF "repairs" a cut-off file into whatever pages survive; a truncated
     # upload is refused instead of silently losing its end.
-    if PDF_EOF_MARKER not in data[-PDF_TRAILER_WINDOW:]:
+    if PDF_EOF_MARKER not in tail:
         raise CorruptDocumentError("the PDF is truncated or damaged: it has no end-of-file marker")
     try:
-        pdf = pymupdf.open(stream=data, filetype="pdf")
+        if isinstance(source, Path):
+            pdf = pymupdf.open(str(source), filetype="pdf")
+        else:
+            pdf = pymupdf.open(stream=source, filetype="pdf")
     except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError is a RuntimeError
         raise CorruptDocumentError("the PDF is damaged and cannot be read") from exc
     if pdf.needs_pass:

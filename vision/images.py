@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -20,9 +21,14 @@ from vision.formats import DocumentKind
 from vision.limits import CorruptDocumentError, DocumentTooLargeError, ImageTooLargeError, VisionLimits
 
 # Errors Pillow raises on malformed or truncated input.
-_DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error, IndexError, KeyError)
+_DECODE_ERRORS = (OSError, SyntaxError, ValueError, TypeError, EOFError, struct.error, IndexError, KeyError)
 _PLAUSIBLE_DPI = (30.0, 2400.0)
 ASSUMED_IMAGE_DPI = 150.0  # when a file states no (or an absurd) resolution
+WIDE_GREY_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
+# A wide frame is scaled a strip of rows at a time, so its float64 working copy is
+# at most this many pixels (2 MB), never the whole frame (80 MP would need 640 MB
+# per copy, ~2 GB with the temporaries of a whole-array expression).
+STRIP_PIXELS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class ImageInfo:
         return len(self.frame_sizes)
 
 
-def inspect_image(data: bytes, kind: DocumentKind, limits: VisionLimits) -> ImageInfo:
+def inspect_image(data: bytes | Path, kind: DocumentKind, limits: VisionLimits) -> ImageInfo:
     """Frame sizes from the headers, each checked against the pixel cap; no pixel is decoded."""
     frame_sizes: list[tuple[int, int]] = []
     frame_dpis: list[float] = []
@@ -54,7 +60,7 @@ def inspect_image(data: bytes, kind: DocumentKind, limits: VisionLimits) -> Imag
     return ImageInfo(kind=kind, frame_sizes=tuple(frame_sizes), frame_dpis=tuple(frame_dpis))
 
 
-def decode_frame(data: bytes, kind: DocumentKind, frame_index: int,
+def decode_frame(data: bytes | Path, kind: DocumentKind, frame_index: int,
                  limits: VisionLimits) -> tuple[Image.Image, float]:
     """Frame `frame_index` as an RGB image (transparency flattened onto white,
     EXIF orientation applied) and the resolution the file states for it."""
@@ -72,9 +78,10 @@ def decode_frame(data: bytes, kind: DocumentKind, frame_index: int,
                 f"the image data of page {frame_index + 1} is damaged or truncated ({exc})") from exc
 
 
-def _open(data: bytes, kind: DocumentKind) -> Image.Image:
+def _open(data: bytes | Path, kind: DocumentKind) -> Image.Image:
+    """`data`: the file's bytes, or the file (Pillow then reads only what it decodes)."""
     try:
-        return Image.open(io.BytesIO(data), formats=[kind.pillow_format])
+        return Image.open(data if isinstance(data, Path) else io.BytesIO(data), formats=[kind.pillow_format])
     except Image.DecompressionBombError as exc:
         raise ImageTooLargeError(f"the image declares too many pixels to decode ({exc})") from exc
     except UnidentifiedImageError as exc:
@@ -141,12 +148,9 @@ def _stated_dpi(image: Image.Image) -> float:
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
-    if image.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+    if image.mode in WIDE_GREY_MODES:
         # 16/32-bit greyscale: Pillow's own conversion clips at 255 and turns most pages white.
-        values = np.asarray(image, dtype=np.float64)  # [height, width]
-        peak = values.max() if values.size else 0.0
-        scale = 255.0 / peak if peak > 255.0 else 1.0
-        image = Image.fromarray(np.clip(values * scale, 0, 255).astype(np.uint8), mode="L")
+        image = wide_grey_to_l(image)
     has_alpha = image.mode in ("RGBA", "LA", "PA", "RGBa", "La") or (
         image.mode == "P" and "transparency" in image.info)
     if has_alpha:
@@ -154,3 +158,24 @@ def _to_rgb(image: Image.Image) -> Image.Image:
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def wide_grey_to_l(image: Image.Image) -> Image.Image:
+    """A 16/32-bit or float greyscale image as 8-bit "L", scaled so its brightest pixel is 255
+    (values already within 0..255 are kept). Works in row strips: besides the output (one byte
+    a pixel) only `STRIP_PIXELS` pixels are ever copied, however large the frame. The result is
+    pixel-identical to scaling the whole frame at once in float64."""
+    width, height = image.size
+    rows = max(1, STRIP_PIXELS // max(1, width))
+    strips = [(0, top, width, min(height, top + rows)) for top in range(0, height, rows)]
+    # The peak is taken per strip in the frame's own dtype (no float copy); NaN propagates as in numpy.
+    peaks = [np.asarray(image.crop(box)).max() for box in strips]
+    peak = float(np.max(np.array(peaks, dtype=np.float64))) if peaks else 0.0
+    scale = 255.0 / peak if peak > 255.0 else 1.0
+    out = np.empty((height, width), dtype=np.uint8)   # [height, width]
+    for box in strips:
+        values = np.asarray(image.crop(box), dtype=np.float64)   # [rows, width], one strip
+        values *= scale
+        np.clip(values, 0, 255, out=values)
+        out[box[1]:box[3]] = values.astype(np.uint8)
+    return Image.fromarray(out, mode="L")

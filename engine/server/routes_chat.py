@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from engine.sampling_params import SamplingParams
 from engine.server.api_errors import ApiError
-from engine.server.chat_prompt import render_chat_prompt
+from engine.server.chat_prompt import build_chat_prompt, max_prompt_bytes
 from engine.server.deps import ServerContext, get_context, require_api_key, require_ready
 from engine.server.generation import GenerationRun
 from engine.server.image_urls import fetch_image
@@ -42,8 +42,9 @@ async def prepare_chat(context: ServerContext, body: ChatCompletionRequest, dead
     engine, settings = context.engine, context.settings
     header = ResponseHeader(f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), context.resolve_model(body.model))
     params = chat_sampling_params(body, engine.vocab_size)
-    prompt = render_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
-                                settings.image_url_host_allowlist, engine.tokenize, context.prompt_cache)
+    prompt = await build_chat_prompt(engine.tokenizer, body.messages, header.model, engine.supports_images,
+                                     settings.image_url_host_allowlist, engine.tokenize, context.prompt_cache,
+                                     max_prompt_bytes(engine.context_length, settings.prompt_bytes_per_token))
     images = await resolve_images(prompt.images, engine, deadline)
     return ChatCall(header, params, prompt.ids, images)
 

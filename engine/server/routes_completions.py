@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from engine.server.api_errors import ApiError
+from engine.server.chat_prompt import check_prompt_size, max_prompt_bytes, tokenize_off_loop
 from engine.server.deps import get_context, require_api_key, require_ready
 from engine.server.generation import GenerationRun
 from engine.server.logprobs_format import completion_logprobs
@@ -31,6 +32,10 @@ async def create_completion(request: Request) -> Response:
     header = ResponseHeader(f"cmpl-{uuid.uuid4().hex}", int(time.time()), context.resolve_model(body.model))
     params = completion_sampling_params(body, engine.vocab_size)
     prompt = completion_prompt(body, engine.vocab_size)
+    if isinstance(prompt, str):
+        # Refused by its size before it is tokenised; tokenised off the event loop.
+        check_prompt_size(prompt, max_prompt_bytes(engine.context_length, settings.prompt_bytes_per_token), "prompt")
+        prompt = await tokenize_off_loop(engine.tokenize, prompt)
     run = await GenerationRun.start(engine, request, prompt, params, header.response_id, body.tenant_key,
                                     deadline)
     token_texts = context.token_texts if body.logprobs is not None else None

@@ -20,14 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEFAULT_PORT = 30000
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass(frozen=True)
 class ServerSettings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    api_key: str | None = None            # None: /v1/* is open (the engine binds to loopback by default)
-    admin_key: str | None = None          # None: falls back to api_key
+    api_key: str | None = None            # None: /v1/* is open, and the engine may bind to loopback only
+    admin_key: str | None = None          # None: falls back to api_key; with neither, admin routes are refused
+    allowed_hosts: tuple[str, ...] = ()   # Host names accepted besides loopback and `host` (DNS rebinding)
     served_model_names: tuple[str, ...] = ()   # empty: the engine's own model name
     # A page image as a base64 data: URL is a few MiB; 32 MiB leaves room for
     # several while still refusing absurd bodies before they are buffered.
@@ -37,11 +39,19 @@ class ServerSettings:
     shutdown_grace_s: int = 10
     image_url_host_allowlist: tuple[str, ...] = ()   # hosts an http(s) image_url may name
     max_batch_lines: int = 1024           # requests in one POST /v1/batch
+    # A text prompt longer than context length x this many UTF-8 bytes cannot fit the context, and
+    # is refused by its size before it is tokenised (a token of real text is a few bytes; 64 is generous).
+    prompt_bytes_per_token: int = 64
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
         assert self.max_request_bytes > 0 and self.request_timeout_s > 0 and self.max_batch_lines > 0
+        assert self.prompt_bytes_per_token > 0
         assert self.keep_alive_timeout_s > 0 and self.shutdown_grace_s >= 0
+
+    @property
+    def binds_loopback_only(self) -> bool:
+        return self.host.strip("[]").lower() in LOOPBACK_HOSTS
 
     @property
     def effective_admin_key(self) -> str | None:
