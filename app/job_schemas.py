@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from workers.document_result import iso_time
-from workers.job_model import JobRecord, JobState
+from workers.job_model import JobListing, JobRecord, JobState
 
 JobStateName = Literal["queued", "running", "done", "failed", "cancelled"]
 ExtractionStateName = Literal["pending", "done", "partial", "failed", "skipped"]
@@ -20,6 +20,8 @@ class PageView(BaseModel):
     state: JobStateName
     reason: str | None = Field(None, description="a sentence, when some or all of the page was not recognised")
     attempts: int = Field(description="times a worker started on this page (retries and redeliveries included)")
+    lost_runs: int = Field(0, description="times the page's worker process died before recording it; after a "
+                           "few the page is failed instead of run again")
     regions_ok: int
     regions_fallback: int
     regions_failed: int
@@ -55,7 +57,7 @@ class JobSummary(BaseModel):
     schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 
     @classmethod
-    def from_record(cls, job: JobRecord) -> JobSummary:
+    def from_record(cls, job: JobRecord | JobListing) -> JobSummary:
         return cls(**_summary_fields(job))
 
 
@@ -67,8 +69,8 @@ class JobView(JobSummary):
     @classmethod
     def from_record(cls, job: JobRecord, extraction: ExtractionView | None = None) -> JobView:
         pages = [PageView(file=p.file_index + 1, page=p.page_number, state=p.state.value, reason=p.reason,
-                          attempts=p.attempts, regions_ok=p.regions_ok, regions_fallback=p.regions_fallback,
-                          regions_failed=p.regions_failed) for p in job.pages]
+                          attempts=p.attempts, lost_runs=p.lost_runs, regions_ok=p.regions_ok,
+                          regions_fallback=p.regions_fallback, regions_failed=p.regions_failed) for p in job.pages]
         return cls(**_summary_fields(job), pages=pages, extraction=extraction)
 
 
@@ -91,7 +93,8 @@ class JobList(BaseModel):
     jobs: list[JobSummary]
 
 
-def _summary_fields(job: JobRecord) -> dict[str, object]:
+def _summary_fields(job: JobRecord | JobListing) -> dict[str, object]:
+    """What a job's summary shows: fields a `JobListing` has too (no page rows)."""
     return {
         "id": job.id, "state": job.state.value, "pages_done": job.pages_done, "pages_total": job.pages_total,
         "created_at": iso_time(job.created_at), "updated_at": iso_time(job.updated_at),

@@ -1,8 +1,10 @@
 """/v1/jobs: submit documents, follow them, fetch results, cancel.
 
 Handlers stay thin: `JobService` (workers) does the checks and the storing.
-The upload is parsed by hand, not by FastAPI parameters, so that each file is
-read in chunks and refused the moment it passes the byte cap.
+The upload is parsed by hand (`app.uploads`), not by FastAPI parameters: each
+file part is streamed to disk in the data directory, refused the moment it
+passes the byte cap, and handed to `JobService` as a path, never as bytes in
+memory; a bounded number of uploads are received at once.
 """
 from __future__ import annotations
 
@@ -11,18 +13,16 @@ from typing import Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse
-from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException
 
-from app.deps import Context, Jobs, Owner
+from app.deps import ApiContext, Context, Jobs, Owner
 from app.errors import ApiError
 from app.job_schemas import JobList, JobSummary, JobView, extraction_view
 from app.schemas_registry import SchemaRegistry, resolve_schema
-from vision.limits import DocumentTooLargeError, InvalidOptionError
+from app.uploads import FormLimits, ReceivedForm, UploadGate, receive_form
+from vision.limits import InvalidOptionError
 from workers.extraction_schema import ExtractionSchema, SchemaError, parse_schema
 from workers.job_model import JobRecord, JobState
-from workers.job_service import JobService, TooManyFilesError, Upload
+from workers.job_service import JobService, Upload
 from workers.settings import Settings
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -30,7 +30,6 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
 FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer")
-READ_CHUNK_BYTES = 1024 * 1024
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
     "properties": {
@@ -52,37 +51,38 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
              summary="Submit one or more documents as a job")
 async def create_job(request: Request, context: Context, owner: Owner) -> JobView:
     settings = context.settings
-    try:
-        # One file part more than the job's files: the schema may come as a file. A text field
-        # (the schema is the only big one) is capped at the schema's limit.
-        form = await request.form(max_files=settings.max_files_per_job + 1, max_fields=8,
-                                  max_part_size=settings.max_schema_bytes)
-    except (MultiPartException, HTTPException) as exc:   # Starlette reports parse errors as a 400 HTTPException
-        detail = str(getattr(exc, "detail", None) or exc)
-        if "exceeded maximum size" in detail.lower():
-            raise SchemaError(f"a form field is larger than the {settings.max_schema_bytes:,}-byte limit "
-                              "(the limit for a schema)") from exc
-        if "too many files" in detail.lower():
-            raise TooManyFilesError(f"too many files in one job; the limit is {settings.max_files_per_job}") from exc
-        raise ApiError(400, "invalid_request", f"the upload is not valid multipart form data ({detail})") from exc
-    try:
-        fields = {name: value for name, value in form.multi_items() if isinstance(value, str)}
-        schema_files = [await _read_capped(part, settings.max_schema_bytes, "the schema")
-                        for name, part in form.multi_items() if isinstance(part, UploadFile) and name == "schema"]
-        uploads = [await _read_capped(part, settings.max_upload_bytes)
-                   for name, part in form.multi_items() if isinstance(part, UploadFile) and name != "schema"]
-    finally:
-        await form.close()
+    with _upload_gate(request, settings).admit():
+        form = await receive_form(request, context.jobs.data_dir.incoming_dir, FormLimits(
+            max_file_bytes=settings.max_upload_bytes, max_files=settings.max_files_per_job,
+            max_field_bytes=settings.max_schema_bytes, max_fields=len(FORM_OPTIONS) + 3))
+        try:
+            return await _submit(context, owner, form)
+        finally:
+            form.discard()   # files the job took were moved away; the rest of a refused upload goes
+
+
+async def _submit(context: ApiContext, owner: str, form: ReceivedForm) -> JobView:
+    settings = context.settings
+    fields = dict(form.fields)
     unknown = sorted(set(fields) - set(FORM_OPTIONS))
     if unknown:
         raise InvalidOptionError(f"unknown option {unknown[0][:30]!r}; options are {', '.join(FORM_OPTIONS)}")
     dpi = _parse_dpi(fields.get("dpi"))
     # Checked before any document is opened: a bad schema costs no work.
-    extraction = _extraction_schema(fields.get("schema"), schema_files, settings)
+    extraction = _extraction_schema(fields.get("schema"), form.schema_files, settings)
+    uploads = [Upload(received.filename or "upload", received=received.path) for received in form.files]
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
     job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
                                   extraction=extraction, text_layer=fields.get("text_layer"))
     return _view(context.jobs, job)
+
+
+def _upload_gate(request: Request, settings: Settings) -> UploadGate:
+    """This app's bound on uploads at once (made on first use, on the event loop: no race)."""
+    gate = getattr(request.app.state, "upload_gate", None)
+    if gate is None:
+        gate = request.app.state.upload_gate = UploadGate(settings.max_concurrent_uploads)
+    return gate
 
 
 @router.get("", response_model=JobList, summary="The caller's jobs, newest first")
@@ -146,24 +146,12 @@ def _owned_job(jobs: Jobs, owner: str, job_id: str) -> JobRecord:
     return job
 
 
-async def _read_capped(part: UploadFile, max_bytes: int, what: str | None = None) -> Upload:
-    chunks, size = [], 0
-    while chunk := await part.read(READ_CHUNK_BYTES):
-        size += len(chunk)
-        if size > max_bytes:
-            if what is not None:
-                raise SchemaError(f"{what} is larger than the {max_bytes:,}-byte limit")
-            raise DocumentTooLargeError(f"{part.filename or 'an upload'} is larger than the {max_bytes:,}-byte limit")
-        chunks.append(chunk)
-    return Upload(part.filename or "upload", b"".join(chunks))
-
-
-def _extraction_schema(field: str | None, files: list[Upload], settings: Settings) -> ExtractionSchema | None:
+def _extraction_schema(field: str | None, files: list[bytes], settings: Settings) -> ExtractionSchema | None:
     """The `schema` option: a registered name or inline JSON as a form field, or a JSON file part."""
     if len(files) + (field is not None) > 1:
         raise SchemaError("send one schema: as a form field or as a file part, once")
     if files:
-        return parse_schema(files[0].data, settings.max_schema_bytes)
+        return parse_schema(files[0], settings.max_schema_bytes)
     return None if field is None else resolve_schema(field, SchemaRegistry.from_settings(settings))
 
 

@@ -10,11 +10,12 @@ Broker and result backend:
   needs no Redis. That transport forgets a message once a worker has taken
   it, so a worker that died loses it; the embedded set-up runs one worker and
   it re-queues unfinished jobs from the job store when it starts
-  (`workers.recovery`).
+  (`workers.recovery`, which also sweeps for work a crash left unsent on
+  either broker).
 
-The result backend only serves the chord that finishes a job: results
-themselves live in the job store and the data directory. Payloads are JSON;
-pickle is never accepted.
+No task stores a result (results live in the job store and the data
+directory); the backend is kept for chords sent by earlier versions. Payloads
+are JSON; pickle is never accepted.
 """
 from __future__ import annotations
 

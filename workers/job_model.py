@@ -8,6 +8,8 @@ pairs, 0-based, for the pages selected in each file. States only move forward:
 
 A page that is `running` when its worker dies stays `running` until the task
 is redelivered, which may run it again: `running` is not a lock, only progress.
+A run that finds its page still `running` counts the one before it as lost;
+after `page_max_lost_runs` lost runs the page is failed instead of run again.
 A `done` page has a result; its regions say `ok`, `fallback` or `failed`, and
 the counts here summarise them. A page is `failed` when nothing on it could be
 read (or it could not be processed at all); `reason` says why in a sentence.
@@ -96,6 +98,7 @@ class PageRecord:
     regions_ok: int = 0
     regions_fallback: int = 0
     regions_failed: int = 0
+    lost_runs: int = 0              # runs that ended without recording the page (their worker died)
 
     @property
     def page_number(self) -> int:
@@ -127,3 +130,39 @@ class JobRecord:
     @property
     def pages_failed(self) -> int:
         return sum(page.state is PageState.FAILED for page in self.pages)
+
+
+@dataclass(frozen=True)
+class JobListing:
+    """A job as the job list shows it: its fields and page counts, without its pages
+    (a list polled every second must not read every page, let alone page results)."""
+    id: str
+    owner: str
+    state: JobState
+    created_at: float
+    updated_at: float
+    options: JobOptions
+    files: tuple[JobFile, ...]
+    pages_total: int
+    pages_done: int
+    pages_failed: int
+    finished_at: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PageClaim:
+    """A page task's hold on its page. `lost_runs`: earlier runs that ended without recording
+    the page (their worker process died), which bounds how often a page that kills its worker
+    is run again."""
+    lost_runs: int
+
+
+@dataclass(frozen=True)
+class PageDispatch:
+    """One page sent to the broker; `dispatch` numbers the send, so a task from an earlier,
+    superseded send finds its number stale and does nothing."""
+    job_id: str
+    file_index: int
+    page_index: int
+    dispatch: int

@@ -3,7 +3,11 @@
 | kept here                                        | how                                               |
 |--------------------------------------------------|---------------------------------------------------|
 | a page done once is never redone                 | `claim_page` refuses final pages; redelivery skips them |
-| a page task never fails its chord                | every ending is recorded: ok, fallback or failed  |
+| a page task never fails                          | every ending is recorded: ok, fallback or failed  |
+| a page that kills its worker ends                | after `page_max_lost_runs` lost runs it is failed, with its text-layer fallback |
+| a cancelled or deleted job gets no more files    | the job is checked before a page starts and before it is saved; files written too late are removed |
+| finishing resumes, never restarts                | one finisher at a time (a lease); each output is skipped once written; the PDF join continues its partial file |
+| a finished job keeps no per-page PDFs            | they are removed once the job's PDF is written    |
 | only temporary recogniser errors are retried     | `RecognizerUnavailableError` escapes before the final attempt, nothing else |
 | results are complete before a job says `done`    | files are written first, the state last           |
 | a job is never stuck                             | an unreadable upload fails the job with the reason |
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -26,10 +31,11 @@ from workers.document_result import build_document_result, render_markdown, rend
 from workers.extraction import SchemaExtractor
 from workers.job_model import JobRecord, JobState, PageState
 from workers.job_store import JobStore
+from workers.openai_recognizer import tenant_scope
 from workers.page_pipeline import PagePipeline, fallback_page
 from workers.page_result import PageResult
 from workers.recognizer import Recognizer, RecognizerUnavailableError
-from workers.searchable_pdf import blank_page_pdf, merge_pdfs, page_pdf
+from workers.searchable_pdf import BLANK_PAGE_PT, blank_page_pdf, merge_page_files, page_pdf
 from workers.settings import HARD_LIMIT_GRACE_S, Settings
 
 logger = logging.getLogger("ocrserve.workers")
@@ -58,62 +64,119 @@ class JobRunner:
         self.store.mark_job_running(job_id)
         return self.store.pending_pages(job_id)
 
-    def run_page(self, job_id: str, file_index: int, page_index: int, final_attempt: bool) -> str:
-        """Process one page and record it; returns the page's state. Raises
-        `RecognizerUnavailableError` (only) when the task should retry."""
-        if not self.store.claim_page(job_id, file_index, page_index):
+    def run_page(self, job_id: str, file_index: int, page_index: int, final_attempt: bool,
+                 dispatch: int | None = None) -> str:
+        """Process one page and record it; returns the page's state ("skipped" when it is not
+        this task's to run). Raises `RecognizerUnavailableError` (only) when the task should retry."""
+        claim = self.store.claim_page(job_id, file_index, page_index, dispatch)
+        job = self.store.get_job(job_id) if claim is not None else None
+        if claim is None or job is None:
             return "skipped"
-        job = self.store.get_job(job_id)
-        assert job is not None
+        if claim.lost_runs >= self.settings.page_max_lost_runs:
+            return self._give_up_lost_page(job, file_index, page_index, claim.lost_runs)
         dpi = job.options.dpi
+        pdf_path = self._page_pdf_path(job_id, file_index, page_index)
         try:
             with Document.open_path(self._upload_path(job, file_index), self.settings.vision_limits()) as document:
                 result, image = self._process(document, job, file_index, page_index, dpi, final_attempt)
-                if "pdf" in job.options.formats:
+                if "pdf" in job.options.formats and self.store.is_active(job_id):
                     data = page_pdf(image, result) if image is not None else blank_page_pdf(
                         *document.page_size_points(page_index))
-                    write_atomically(self._page_pdf_path(job_id, file_index, page_index), data)
+                    write_atomically(pdf_path, data)
         except (InputError, OSError) as exc:
             reason = f"the page could not be read: {_sentence(exc)}"
-            self.store.save_page(job_id, file_index, page_index, PageState.FAILED, reason, None)
+            self._save(job_id, file_index, page_index, PageState.FAILED, reason, None)
             return PageState.FAILED.value
         failed = result.nothing_read or (not result.regions and result.reason is not None)
         state = PageState.FAILED if failed else PageState.DONE
-        self.store.save_page(job_id, file_index, page_index, state, result.reason, result.to_dict(),
-                             result.region_counts)
+        if not self._save(job_id, file_index, page_index, state, result.reason, result.to_dict(),
+                          result.region_counts):
+            return "skipped"
         return state.value
 
     def give_up_page(self, job_id: str, file_index: int, page_index: int, reason: str) -> None:
         """Record a page as failed when processing it broke outside the pipeline's own handling."""
-        self.store.save_page(job_id, file_index, page_index, PageState.FAILED, reason, None)
+        self._save(job_id, file_index, page_index, PageState.FAILED, reason, None)
+
+    def _give_up_lost_page(self, job: JobRecord, file_index: int, page_index: int, lost_runs: int) -> str:
+        """A page whose runs keep dying with their worker: failed, with the PDF text layer as its
+        text where it has one. If that fallback itself killed a worker, without it."""
+        reason = (f"the worker process died {lost_runs} times while reading this page (a crash, or killed "
+                  f"at the page's time limit), so it was not tried again")
+        result, size = None, BLANK_PAGE_PT
+        if lost_runs == self.settings.page_max_lost_runs:
+            try:
+                with Document.open_path(self._upload_path(job, file_index), self.settings.vision_limits()) as document:
+                    size = document.page_size_points(page_index)
+                    result = fallback_page(document, file_index, page_index,
+                                           job.options.dpi or self.settings.render_dpi, reason)
+            except Exception:   # nothing more can be done for this page; it is recorded as failed
+                logger.exception("no fallback for page %d of file %d in job %s", page_index + 1, file_index + 1,
+                                 job.id)
+        if "pdf" in job.options.formats and self.store.is_active(job.id):
+            write_atomically(self._page_pdf_path(job.id, file_index, page_index), blank_page_pdf(*size))
+        logger.warning("page %d of file %d in job %s: %s", page_index + 1, file_index + 1, job.id, reason)
+        if result is None:
+            self._save(job.id, file_index, page_index, PageState.FAILED, reason, None)
+        else:
+            self._save(job.id, file_index, page_index, PageState.FAILED, result.reason, result.to_dict(),
+                       result.region_counts)
+        return PageState.FAILED.value
+
+    def _save(self, job_id: str, file_index: int, page_index: int, state: PageState, reason: str | None,
+              result: dict | None, region_counts: tuple[int, int, int] = (0, 0, 0)) -> bool:
+        """Record the page; when its job was cancelled or deleted meanwhile, remove what the page wrote."""
+        if self.store.save_page(job_id, file_index, page_index, state, reason, result, region_counts):
+            return True
+        if self.store.get_job(job_id) is None:   # deleted: everything it had is gone, and stays gone
+            self.data_dir.remove_job_files(job_id)
+        else:
+            self._page_pdf_path(job_id, file_index, page_index).unlink(missing_ok=True)
+        return False
 
     def rescue_job(self, job_id: str) -> bool:
-        """After the chord failed (a page task killed by its hard time limit): fail the
-        pages no task can still be running, then finish; False while others may still run."""
+        """Fail the pages no task can still be running (killed by their hard time limit), then
+        finish; False while others may still run. (The task of the same name serves chords sent
+        before pages were dispatched one quota at a time; the recovery sweep does this now.)"""
         limit_s = self.settings.page_time_limit_s + HARD_LIMIT_GRACE_S
         self.store.fail_stale_pages(job_id, limit_s, f"the page task was stopped after {limit_s} s (hard time limit)")
         return self.finish_job(job_id)
 
     def finish_job(self, job_id: str) -> bool:
-        """Write the results and close the job; False while pages are still pending."""
+        """Write the results and close the job; False while pages are still pending. One
+        finisher at a time: while another holds the job's lease this returns True at once.
+        Steps already done by an earlier, interrupted finisher are not done again."""
         started = time.monotonic()
         job = self.store.get_job(job_id)
         if job is None or job.state.is_final:
             return True
-        if self.store.pending_pages(job_id):
+        if self.store.has_pending_pages(job_id):
             return False
-        result = build_document_result(job, self.store.page_results(job_id))
-        self._write_results(job, result)
-        if job.options.extraction is not None and job.pages_failed < job.pages_total:
-            # What is left of the task's soft time limit, less a margin to write the file and close the job.
-            budget_s = self.settings.job_time_limit_s - FINISH_MARGIN_S - (time.monotonic() - started)
-            self._write_extraction(job, result, max(budget_s, 1.0))
-        if job.pages_failed == job.pages_total:
-            first_reason = next((p.reason for p in job.pages if p.reason), "no page could be read")
-            self.store.finish_job(job_id, JobState.FAILED, f"no page could be read: {first_reason}")
-        else:
-            self.store.finish_job(job_id, JobState.DONE)
+        if not self.store.claim_finish(job_id, self.settings.job_time_limit_s + HARD_LIMIT_GRACE_S + FINISH_MARGIN_S):
+            return True
+        try:
+            result = build_document_result(job, self.store.page_results(job_id))
+            self._write_results(job, result)
+            extraction_path = self.data_dir.result_path(job_id, "extraction")
+            if job.options.extraction is not None and job.pages_failed < job.pages_total \
+                    and not extraction_path.exists():
+                # What is left of the task's soft time limit, less a margin to write the file and close the job.
+                budget_s = self.settings.job_time_limit_s - FINISH_MARGIN_S - (time.monotonic() - started)
+                self._write_extraction(job, result, max(budget_s, 1.0))
+            if job.pages_failed == job.pages_total:
+                first_reason = next((p.reason for p in job.pages if p.reason), "no page could be read")
+                self.store.finish_job(job_id, JobState.FAILED, f"no page could be read: {first_reason}")
+            else:
+                self.store.finish_job(job_id, JobState.DONE)
+        finally:
+            self.store.release_finish(job_id)
+        shutil.rmtree(self._page_pdf_dir(job_id), ignore_errors=True)
         return True
+
+    def fail_unfinishable(self, job_id: str, reason: str) -> None:
+        """Close a job whose results could not be written in the tries it was given."""
+        if self.store.finish_job(job_id, JobState.FAILED, reason):
+            shutil.rmtree(self._page_pdf_dir(job_id), ignore_errors=True)
 
     def _process(self, document: Document, job: JobRecord, file_index: int, page_index: int, dpi: float | None,
                  final_attempt: bool) -> tuple[PageResult, Image.Image | None]:
@@ -121,8 +184,9 @@ class JobRunner:
         fallback_dpi = dpi or self.settings.render_dpi
         try:
             rendered = document.render_page(page_index, dpi)
-            result = self.pipeline.process(document, rendered, file_index, final_attempt,
-                                           self.data_dir.figures_dir(job.id), text_layer=job.options.text_layer)
+            with tenant_scope(job.owner):   # the engine's prefix cache is kept apart per owner
+                result = self.pipeline.process(document, rendered, file_index, final_attempt,
+                                               self.data_dir.figures_dir(job.id), text_layer=job.options.text_layer)
         except RecognizerUnavailableError:
             raise
         except InputError as exc:
@@ -137,25 +201,24 @@ class JobRunner:
         return result, rendered.image if rendered is not None else None
 
     def _write_results(self, job: JobRecord, result: dict) -> None:
+        """Each output once: one already written by an interrupted finisher is kept."""
         formats = set(job.options.formats) | {"json"}
-        if "pdf" in formats:
-            pages = []
-            for page in job.pages:
-                path = self._page_pdf_path(job.id, page.file_index, page.page_index)
-                pages.append(path.read_bytes() if path.exists() else blank_page_pdf(612, 792))
-            write_atomically(self.data_dir.result_path(job.id, "pdf"), merge_pdfs(pages))
-        if "md" in formats:
-            write_atomically(self.data_dir.result_path(job.id, "md"), render_markdown(result).encode())
-        if "txt" in formats:
-            write_atomically(self.data_dir.result_path(job.id, "txt"), render_text(result).encode())
-        write_atomically(self.data_dir.result_path(job.id, "json"),
-                         json.dumps(result, ensure_ascii=False, indent=1).encode())
+        if "pdf" in formats and not self.data_dir.result_path(job.id, "pdf").exists():
+            merge_page_files([self._page_pdf_path(job.id, page.file_index, page.page_index) for page in job.pages],
+                             self.data_dir.result_path(job.id, "pdf"))
+        writers = {"md": lambda: render_markdown(result).encode(), "txt": lambda: render_text(result).encode(),
+                   "json": lambda: json.dumps(result, ensure_ascii=False, indent=1).encode()}
+        for fmt, render in writers.items():
+            path = self.data_dir.result_path(job.id, fmt)
+            if fmt in formats and not path.exists():
+                write_atomically(path, render())
 
     def _write_extraction(self, job: JobRecord, result: dict, budget_s: float) -> None:
         extractor = SchemaExtractor(self.settings)
         upload_paths = [self._upload_path(job, i) for i in range(len(job.files))]
         try:
-            extraction = extractor.extract(job, result, upload_paths, budget_s)
+            with tenant_scope(job.owner):
+                extraction = extractor.extract(job, result, upload_paths, budget_s)
         except SoftTimeLimitExceeded:
             limit_s = self.settings.job_time_limit_s
             extraction = extractor.failed(job, f"the extraction was stopped by the job's {limit_s} s time limit")
@@ -168,8 +231,11 @@ class JobRunner:
     def _upload_path(self, job: JobRecord, file_index: int) -> Path:
         return self.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
 
+    def _page_pdf_dir(self, job_id: str) -> Path:
+        return self.data_dir.results_dir(job_id) / "pages"
+
     def _page_pdf_path(self, job_id: str, file_index: int, page_index: int) -> Path:
-        return self.data_dir.results_dir(job_id) / "pages" / f"{file_index}-{page_index}.pdf"
+        return self._page_pdf_dir(job_id) / f"{file_index}-{page_index}.pdf"
 
 
 def _sentence(exc: BaseException) -> str:

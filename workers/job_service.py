@@ -10,6 +10,7 @@ Tasks are sent by name, so this module never loads the pipeline.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +19,13 @@ from celery import Celery
 from kombu.exceptions import KombuError
 
 from vision.document import Document
-from vision.limits import InputError, InvalidOptionError, PageSelectionError
+from vision.limits import DocumentTooLargeError, InputError, InvalidOptionError, PageSelectionError, VisionLimits
 from vision.pages import parse_page_selection
 from vision.text_layer import TEXT_LAYER_MODES
 from workers.celery_app import PROCESS_JOB, build_celery_app
-from workers.data_dir import DataDir, write_atomically
+from workers.data_dir import DataDir, move_into_place, write_atomically
 from workers.extraction_schema import ExtractionSchema
-from workers.job_model import JobFile, JobOptions, JobRecord, JobState
+from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
 from workers.job_store import JobStore
 from workers.settings import ALL_FORMATS, Settings
 
@@ -37,10 +38,35 @@ class TooManyFilesError(InputError):
     code = "too_many_files"
 
 
+class TooManyPagesError(DocumentTooLargeError):
+    """More pages in one job than `max_pages_per_job` (413, like a document over its page cap)."""
+
+
 @dataclass(frozen=True)
 class Upload:
+    """One document: its bytes, or (`received`) a file the API streamed into the data directory's
+    incoming area, which `submit` moves into the job (the caller deletes it if `submit` refuses)."""
     filename: str
-    data: bytes
+    data: bytes | None = None
+    received: Path | None = None
+
+    def open(self, limits: VisionLimits) -> Document:
+        if self.received is not None:
+            return Document.open_path(self.received, limits, filename=self.filename)
+        assert self.data is not None
+        return Document.open(self.data, self.filename, limits)
+
+    def sha256(self) -> str:
+        if self.received is None:
+            return hashlib.sha256(self.data or b"").hexdigest()
+        with open(self.received, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+
+    def store(self, path: Path) -> None:
+        if self.received is not None:
+            move_into_place(self.received, path)
+        else:
+            write_atomically(path, self.data or b"")
 
 
 class JobService:
@@ -74,19 +100,22 @@ class JobService:
         limits = self.settings.vision_limits()
         files = []
         for upload in uploads:
-            with Document.open(upload.data, upload.filename, limits) as document:
+            with upload.open(limits) as document:
                 page_indices = _select_pages(document, options.pages, clamp_pages)
+                _check_pages_per_job(sum(len(f.page_indices) for f in files) + len(page_indices),
+                                     self.settings.max_pages_per_job)
                 files.append(JobFile(_display_name(upload.filename), document.kind.value, document.num_pages,
-                                     hashlib.sha256(upload.data).hexdigest(), tuple(page_indices)))
+                                     upload.sha256(), tuple(page_indices)))
         job_id = self.store.new_job_id()
         for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
-            write_atomically(self.data_dir.upload_path(job_id, file_index, job_file.kind), upload.data)
+            upload.store(self.data_dir.upload_path(job_id, file_index, job_file.kind))
         job = self.store.create_job(job_id, owner, files, options)
         try:
             self.celery_app.send_task(PROCESS_JOB, args=[job_id])
         except (KombuError, OSError) as exc:
             self.store.finish_job(job_id, JobState.FAILED, "the job queue is unreachable; submit the job again later")
             raise QueueUnavailableError(f"the job queue is unreachable ({type(exc).__name__})") from exc
+        self.store.mark_job_sent(job_id)   # a job left unsent by a crash is sent by the workers' recovery sweep
         return job
 
     def get(self, owner: str, job_id: str) -> JobRecord | None:
@@ -94,14 +123,16 @@ class JobService:
         job = self.store.get_job(job_id) if _looks_like_job_id(job_id) else None
         return job if job is not None and job.owner == owner else None
 
-    def list(self, owner: str, limit: int, offset: int = 0) -> list[JobRecord]:
+    def list(self, owner: str, limit: int, offset: int = 0) -> list[JobListing]:
+        """Newest first, with page counts but not the pages (the web page polls this every second)."""
         return self.store.list_jobs(owner, min(limit, self.settings.max_jobs_listed), offset)
 
     def cancel(self, owner: str, job_id: str) -> JobRecord | None:
         job = self.get(owner, job_id)
         if job is None:
             return None
-        self.store.cancel_job(job_id)
+        if self.store.cancel_job(job_id):   # its page tasks skip it from now on; its page PDFs are not needed
+            shutil.rmtree(self.data_dir.results_dir(job_id) / "pages", ignore_errors=True)
         return self.store.get_job(job_id)
 
     def result_path(self, job: JobRecord, fmt: str) -> Path:
@@ -153,6 +184,12 @@ def _select_pages(document: Document, selection: str | None, clamp: bool) -> lis
         raise PageSelectionError(f"none of pages {selection!r} exist: the document has {document.num_pages} "
                                  f"page{'s' * (document.num_pages != 1)}")
     return kept
+
+
+def _check_pages_per_job(num_pages: int, limit: int) -> None:
+    if num_pages > limit:
+        raise TooManyPagesError(f"the job has more than {limit:,} pages, the limit for one job; "
+                                "send the documents (or page ranges of them) as several jobs")
 
 
 def _display_name(filename: str) -> str:

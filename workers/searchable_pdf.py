@@ -8,14 +8,18 @@ stretched horizontally to the box's width. Regions without line boxes (tables,
 formulas) spread their text lines evenly over the region's height.
 
 Pages are built one at a time by the page tasks (`page_pdf`) and joined when
-the job finishes (`merge_pdfs`), so no single task renders a whole document.
+the job finishes (`merge_page_files`), so no single task renders a whole
+document. The join holds one batch of pages in memory at a time, and a join
+cut short (a time limit, a killed worker) resumes where it stopped.
 Helvetica carries Latin-1; other characters come out as '?' in the text layer
 (the Markdown, JSON and text results keep them).
 """
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import pymupdf
 from PIL import Image
@@ -26,6 +30,8 @@ FONT = "helv"
 _ASCENDER, _DESCENDER = 1.075, -0.299     # Helvetica, in units of the font size
 JPEG_QUALITY = 80
 INVISIBLE = 3                             # PDF text render mode: neither fill nor stroke
+MERGE_BATCH_PAGES = 50                    # pages a join holds in memory at once
+BLANK_PAGE_PT = (612, 792)                # US Letter, for a page with no PDF of its own
 
 
 def page_pdf(image: Image.Image, page: PageResult) -> bytes:
@@ -48,6 +54,61 @@ def merge_pdfs(pages: Iterable[bytes]) -> bytes:
             merged.insert_pdf(part)
     assert merged.page_count > 0, "a job always has at least one page"
     return merged.tobytes(garbage=3, deflate=True)
+
+
+def merge_page_files(page_files: Sequence[Path], target: Path, batch_pages: int = MERGE_BATCH_PAGES) -> None:
+    """Join one-page PDF files into `target`, in order; a missing or unreadable file becomes a
+    blank Letter page, so page numbers still line up. Batches of `batch_pages` are appended to
+    a partial file by incremental saves, the document closed and reopened from disk between
+    them (memory holds one batch); a partial file left by an earlier, interrupted join is
+    continued from its page count. It becomes `target` by a rename once complete."""
+    assert page_files, "a job always has at least one page"
+    partial = target.with_name(f".{target.name}.partial")
+    done = _page_count(partial)
+    if not 0 < done <= len(page_files):
+        partial.unlink(missing_ok=True)
+        done = 0
+    for start in range(done, len(page_files), batch_pages):
+        doc = pymupdf.open(partial) if start else pymupdf.open()
+        try:
+            for path in page_files[start:start + batch_pages]:
+                _append_page(doc, path)
+            _save(doc, partial, incremental=start > 0)
+        finally:
+            doc.close()
+    with open(partial, "rb") as written:
+        os.fsync(written.fileno())
+    os.replace(partial, target)
+
+
+def _append_page(doc: pymupdf.Document, path: Path) -> None:
+    try:
+        with pymupdf.open(path) as part:
+            doc.insert_pdf(part)
+            return
+    except (OSError, RuntimeError, ValueError):   # absent, or damaged by a crash: the page stays, blank
+        pass
+    doc.new_page(width=BLANK_PAGE_PT[0], height=BLANK_PAGE_PT[1])
+
+
+def _save(doc: pymupdf.Document, path: Path, incremental: bool) -> None:
+    if incremental and doc.can_save_incrementally():
+        doc.save(path, incremental=True, encryption=pymupdf.PDF_ENCRYPT_KEEP)
+        return
+    tmp = path.with_name(path.name + ".tmp")   # a whole save (the first, or of a repaired file) replaces it whole
+    doc.save(tmp, garbage=1, deflate=True)
+    os.replace(tmp, path)
+
+
+def _page_count(path: Path) -> int:
+    """Pages in a partial join; 0 when there is none or it cannot be read."""
+    if not path.exists():
+        return 0
+    try:
+        with pymupdf.open(path) as doc:
+            return doc.page_count
+    except (RuntimeError, ValueError):
+        return 0
 
 
 def blank_page_pdf(width_pt: float, height_pt: float) -> bytes:

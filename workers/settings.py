@@ -49,8 +49,16 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535)
     api_keys: str | None = None          # comma-separated keys, for quick set-ups and tests
     api_keys_file: Path | None = None    # `name:sha256` lines; default data_dir/api-keys
+    # `keys`: every request needs a key (refused, never anonymous, if none can be read); `none`: open,
+    # loopback only; `auto`: decided once at start-up, `keys` when a key or a keys file exists.
+    auth: Literal["auto", "keys", "none"] = "auto"
+    allowed_hosts: str | None = None     # comma-separated Host names accepted besides loopback and `host`
     max_files_per_job: int = Field(20, ge=1)
     max_jobs_listed: int = Field(100, ge=1)
+    # Uploads this API process receives at once (each streamed to disk); the next gets 503 + Retry-After.
+    max_concurrent_uploads: int = Field(4, ge=1)
+    # First renders of page images for the web page at once (each stored, then served from disk).
+    max_concurrent_page_renders: int = Field(2, ge=1)
 
     # Document caps (checked before any heavy work) and rendering.
     max_upload_bytes: int = Field(100 * 1024 * 1024, ge=1)
@@ -103,6 +111,14 @@ class Settings(BaseSettings):
     page_retry_backoff_s: int = Field(2, ge=1)
     page_time_limit_s: int = Field(600, ge=5)
     job_time_limit_s: int = Field(300, ge=5)
+    # Jobs that end. A page whose run was lost this many times (its worker process died or was
+    # killed mid-page) is failed with its text-layer fallback instead of being run again.
+    page_max_lost_runs: int = Field(3, ge=1, le=20)
+    max_pages_per_job: int = Field(2000, ge=1)             # refused at submission above this
+    # Fair share: pages of one key sent to the broker and not yet recorded; the next are sent as these end.
+    max_pages_in_flight_per_key: int = Field(8, ge=1)
+    recovery_interval_s: int = Field(60, ge=1)             # each worker's sweep: unsent jobs, lost pages, retention
+    job_retention_days: float = Field(30.0, ge=0)          # finished jobs older than this are deleted; 0 keeps them
 
     @model_validator(mode="after")
     def _check_clocks(self) -> Settings:
