@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.api_keys import KeyRing
+from app.api_keys import KeyRing, KeysUnavailableError
 from app.errors import ApiError
 from workers.job_service import JobService
 from workers.settings import Settings
@@ -28,11 +28,15 @@ def get_jobs(request: Request) -> JobService:
 
 
 def get_owner(request: Request) -> str:
-    """The caller's owner id from `Authorization: Bearer KEY`; 401 without a known key."""
+    """The caller's owner id from `Authorization: Bearer KEY`; 401 without a known key, 503 when
+    the API requires keys and none can be read (emptied, deleted or unreadable keys file)."""
     header = request.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
     presented = presented.strip() if scheme.lower() == "bearer" else ""
-    owner = get_context(request).keys.owner_for(presented or None)
+    try:
+        owner = get_context(request).keys.owner_for(presented or None)
+    except KeysUnavailableError as exc:   # keyed, but no key can be read: refuse, never open up
+        raise ApiError(503, "keys_unavailable", str(exc), headers={"Retry-After": "5"}) from None
     if owner is None:
         message = "an API key is required: send 'Authorization: Bearer KEY'" if not presented else "unknown API key"
         raise ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -85,6 +86,22 @@ def child_env(settings: Settings, **overrides: str | None) -> dict[str, str]:
     return env
 
 
+def with_engine_keys(settings: Settings) -> Settings:
+    """`settings` with a key for every engine `serve`/`run` start: the configured one, else a random
+    internal key made now; workers get it through their environment (`child_env`). An engine
+    without a key would let anything on this machine generate, flush its cache and probe other
+    owners' cached prefixes."""
+    from workers.extraction_client import starts_own_extraction_engine
+
+    update: dict[str, str] = {}
+    if settings.starts_own_engine and not settings.engine_api_key:
+        update["engine_api_key"] = "ocre_" + secrets.token_urlsafe(32)
+    if starts_own_extraction_engine(settings) and not settings.extraction_api_key:
+        update["extraction_api_key"] = settings.engine_api_key or update.get("engine_api_key") \
+            or "ocre_" + secrets.token_urlsafe(32)
+    return settings.model_copy(update=update) if update else settings
+
+
 def free_loopback_port() -> int:
     """A TCP port free on 127.0.0.1 now (the OS picks it), for a child that must be given its port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -99,12 +116,16 @@ def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None
 
 def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path: Path | None = None,
                  ready_timeout_s: float = 600.0, extra_args: tuple[str, ...] = (),
-                 model: str | None = None) -> tuple[ManagedProcess, str]:
+                 model: str | None = None, api_key: str | None = None) -> tuple[ManagedProcess, str]:
     """Our engine on loopback serving `model` (default: the recogniser's model); returns it and its
-    base URL (.../v1). Port 0 lets the engine pick a free port; the ready line says which."""
+    base URL (.../v1). Port 0 lets the engine pick a free port; the ready line says which.
+    `api_key`: the key it requires, given through its environment (never on the command line,
+    which every local user can read); None: whatever OCRSERVE_ENGINE_API_KEY `env` holds."""
     model = model or settings.recognizer_model
     command = [sys.executable, "-m", "engine.server", "--model", model, "--host", "127.0.0.1",
                "--port", str(port), *extra_args]
+    if api_key is not None:
+        env = {**env, "OCRSERVE_ENGINE_API_KEY": api_key}
     engine = ManagedProcess("engine", command, env, log_path, capture_stdout=True)
     url = _wait_for_ready_line(engine, ready_timeout_s)
     if url is None:

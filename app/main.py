@@ -3,6 +3,10 @@
 Run it with `ocrserve api` (API only, as in docker-compose) or `ocrserve serve`
 (API, worker and engine together). It never imports torch and never runs the
 pipeline: it checks uploads, records jobs, queues them and serves results.
+
+Given the address it is bound to, it answers only requests whose `Host` names
+that address, a loopback name or one of `OCRSERVE_ALLOWED_HOSTS`: a web page
+whose DNS name is rebound to 127.0.0.1 then cannot drive a no-key local API.
 """
 from __future__ import annotations
 
@@ -32,13 +36,15 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, bound_host: str | None = None) -> FastAPI:
+    """`bound_host`: the address the server listens on (`ocrserve api`/`serve` pass it); with it,
+    requests naming another host are refused. None: not bound by us (an in-process client)."""
     settings = settings or Settings()
     app = FastAPI(title="ocrserve", version=VERSION,
                   description="Self-hosted document OCR: PDFs and images in; Markdown, JSON, text and "
                               "searchable PDF out.")
     app.state.context = ApiContext(settings=settings, jobs=JobService(settings),
-                                   keys=KeyRing(settings.api_keys, settings.keys_file))
+                                   keys=KeyRing.from_settings(settings))
     install_error_handlers(app)
     app.include_router(jobs_router)
     app.include_router(schemas_router)
@@ -51,7 +57,55 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     max_body = settings.max_upload_bytes * settings.max_files_per_job + MULTIPART_OVERHEAD_BYTES
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
+    if bound_host is not None:
+        allowed = allowed_host_names(bound_host, settings.allowed_hosts)
+        if allowed is not None:
+            app.add_middleware(HostCheck, allowed=allowed)
     return app
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+def allowed_host_names(bound_host: str, extra: str | None) -> frozenset[str] | None:
+    """The names a request's Host may carry; None (no check) for a wildcard bind with no extra
+    names configured, where the server's own names are not known (keys guard it then)."""
+    extra_names = {name.strip().lower().strip("[]") for name in (extra or "").split(",") if name.strip()}
+    host = bound_host.strip().lower().strip("[]")
+    if host in WILDCARD_HOSTS and not extra_names:
+        return None
+    return frozenset(LOOPBACK_NAMES | extra_names | ({host} - WILDCARD_HOSTS))
+
+
+def host_name(header: bytes | None) -> str | None:
+    """`example.org:8000` -> `example.org`, `[::1]:8000` -> `::1`; None when absent or malformed."""
+    if not header:
+        return None
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        name, closed, rest = text[1:].partition("]")
+        port_ok = not rest or (rest.startswith(":") and rest[1:].isdigit())
+        return name if closed and name and port_ok else None
+    name, _, port = text.partition(":")
+    return name if name and (not port or port.isdigit()) else None
+
+
+class HostCheck:
+    """Refuses (400) a request whose Host header is not one of the names the server is bound to."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], allowed: frozenset[str]):
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and host_name(dict(scope.get("headers", [])).get(b"host")) not in self.allowed:
+            response = error_response(400, "host_not_allowed",
+                                      "the Host header names a host this service does not serve "
+                                      "(add it to OCRSERVE_ALLOWED_HOSTS if it is yours)")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class BodySizeLimit:

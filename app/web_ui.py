@@ -5,14 +5,18 @@
 the service only through the public HTTP API, with the key the user typed.
 
 Nothing is mounted at `/`, so the UI can never shadow an API route, whatever
-order routers are added in. The index carries a Content-Security-Policy that
-allows only this origin's scripts and styles (and blob: images, which is how
-the page shows images fetched with the key): result text a document smuggles
-in cannot run even if some code path forgot to escape it.
+order routers are added in. Every answer on a page route (`/` and everything
+under `/web/`, the index served there too and any error) carries a
+Content-Security-Policy that allows only this origin's scripts and styles (and
+blob: images, which is how the page shows images fetched with the key), so
+result text a document smuggles in cannot run even if some code path forgot to
+escape it, plus the other headers in SECURITY_HEADERS.
 """
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
@@ -36,6 +40,36 @@ def mount_web_ui(app: FastAPI, web_dir: Path = WEB_DIR) -> None:
 
     @app.get("/", include_in_schema=False)
     def web_index() -> FileResponse:
-        return FileResponse(index, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+        return FileResponse(index, media_type="text/html; charset=utf-8")
 
     app.mount(ASSETS_PREFIX, StaticFiles(directory=web_dir), name="web")
+    app.add_middleware(PageSecurityHeaders)
+
+
+def is_page_path(path: str) -> bool:
+    return path == "/" or path == ASSETS_PREFIX or path.startswith(ASSETS_PREFIX + "/")
+
+
+class PageSecurityHeaders:
+    """Sets SECURITY_HEADERS on every response of a page route, whatever answered it (the index
+    route, the static files, a 404 or 304), replacing any the handler set."""
+
+    _names = {name.lower().encode() for name in SECURITY_HEADERS}
+    _headers = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Awaitable[Any]],
+                      send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if scope["type"] != "http" or not is_page_path(scope.get("path", "")):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in self._names]
+                message = {**message, "headers": kept + self._headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -76,11 +76,17 @@ class App {
     this.upload.setSchemas(schemas.status === "fulfilled" ? schemas.value.schemas : []);
   }
 
+  // Everything user-specific goes: the key, jobs, any open result, the "New job" panel (files picked
+  // but not sent, options, upload messages) and anything the live region was about to say.
   signOut(message) {
     sessionStorage.removeItem(KEY_STORAGE);
     this.api = null;
     this.jobs.stop();
-    this.result.close();
+    this.result.clear();
+    this.upload.reset();
+    clearTimeout(this.announceTimer);
+    this.announcer.textContent = "";
+    byId("session-label").textContent = "";
     this.showSignIn(message);
   }
 
@@ -95,7 +101,8 @@ class App {
   announce(message) {
     this.announcer.textContent = "";
     // A change after a tick is what makes screen readers speak a repeated message.
-    setTimeout(() => { this.announcer.textContent = message; }, 50);
+    clearTimeout(this.announceTimer);
+    this.announceTimer = setTimeout(() => { this.announcer.textContent = message; }, 50);
   }
 }
 

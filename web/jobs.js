@@ -23,6 +23,7 @@ export class JobsPanel {
     this.items = new Map();   // job id -> {node, parts, job, detailStamp, note}
     this.timer = null;
     this.running = false;
+    this.session = 0;   // bumped on sign-out: answers for an earlier session are dropped
     byId("refresh-jobs").addEventListener("click", () => this.refresh());
     // A background tab polls slowly; coming back catches up at once.
     document.addEventListener("visibilitychange", () => { if (!document.hidden) this.refresh(); });
@@ -33,11 +34,16 @@ export class JobsPanel {
     this.refresh();
   }
 
+  // On sign-out: no job, note or error of this user stays, and a list still on its way is dropped.
   stop() {
     this.running = false;
+    this.session += 1;
     clearTimeout(this.timer);
     this.items.clear();
     this.list.replaceChildren();
+    showMessage(this.error, "");
+    this.empty.hidden = false;
+    byId("jobs-more").hidden = true;
   }
 
   // Called after an upload: show the job at once, before the next poll.
@@ -50,9 +56,11 @@ export class JobsPanel {
   async refresh() {
     clearTimeout(this.timer);
     if (!this.running) return;
+    const session = this.session;
+    const api = this.getApi();
     try {
-      const { jobs } = await this.getApi().listJobs(LIST_LIMIT);
-      if (!this.running) return;
+      const { jobs } = await api.listJobs(LIST_LIMIT);
+      if (!this.running || session !== this.session) return;
       byId("jobs-more").hidden = jobs.length < LIST_LIMIT;
       // Per-page states come with each job's own view: fetched while a job runs, and once more
       // whenever the job has changed since (it has just ended, say).
@@ -61,17 +69,18 @@ export class JobsPanel {
       const listed = new Set(jobs.map((job) => job.id));
       for (const id of [...this.items.keys()]) if (!listed.has(id)) this.drop(id);
       this.order(jobs.map((job) => job.id));
-      const answers = await Promise.allSettled(stale.map((job) => this.getApi().getJob(job.id)));
+      const answers = await Promise.allSettled(stale.map((job) => api.getJob(job.id)));
+      if (session !== this.session) return;
       for (const answer of answers) if (answer.status === "fulfilled") this.upsert(answer.value, true);
       // A job deleted since the list was read answers 404; the next poll drops it.
       const failure = answers.find((answer) => answer.status === "rejected" && answer.reason.status !== 404);
       if (failure) throw failure.reason;
       showMessage(this.error, "");
     } catch (error) {
-      if (error.status === 401) return;   // signed out by the app
+      if (error.status === 401 || session !== this.session) return;   // signed out
       showMessage(this.error, `The jobs list could not be updated: ${error.message}`);
     }
-    if (!this.running) return;
+    if (!this.running || session !== this.session) return;
     const active = [...this.items.values()].some((item) => ACTIVE_STATES.has(item.job.state));
     this.timer = setTimeout(() => this.refresh(), active && !document.hidden ? ACTIVE_POLL_MS : IDLE_POLL_MS);
   }

@@ -97,6 +97,17 @@ export class ResultView {
     history.replaceState(null, "", location.pathname + location.search);
   }
 
+  // On sign-out: close, and empty every pane, so nothing of this user's documents stays in the page.
+  clear() {
+    this.close();
+    for (const id of ["region-list", "page-canvas", "markdown-preview", "extraction-documents", "downloads",
+                      "doc-select", "page-select", "legend"]) {
+      byId(id).replaceChildren();
+    }
+    for (const id of ["result-title", "page-count", "page-note", "extraction-state"]) byId(id).textContent = "";
+    showMessage(this.error, "");
+  }
+
   // The open job was deleted from the list.
   forget(jobId) {
     if (this.job && this.job.id === jobId) this.close();

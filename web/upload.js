@@ -25,6 +25,7 @@ export class UploadPanel {
     this.fileList = byId("selected-files");
     this.submitButton = byId("upload-button");
     this.messages = byId("upload-messages");
+    this.session = 0;   // bumped on sign-out; an upload still running for an older session writes nothing
     this.bindEvents();
     this.setLimits(DOCUMENTED_LIMITS);
   }
@@ -92,6 +93,20 @@ export class UploadPanel {
     describe();
   }
 
+  // On sign-out: nothing the last user picked, typed, chose or was told stays for the next one.
+  reset() {
+    this.session += 1;
+    this.files = [];
+    this.form.reset();               // pages, DPI, text layer, schema, "one job", and the file input
+    this.fileInput.value = "";
+    this.dropZone.classList.remove("dragging");
+    for (const details of this.form.querySelectorAll("details")) details.open = false;
+    this.messages.replaceChildren();
+    this.messages.hidden = true;
+    this.setSchemas([]);             // the schema choice and its hint are hidden again
+    this.setLimits(DOCUMENTED_LIMITS);   // re-renders the (now empty) file list and the Upload button
+  }
+
   addFiles(fileList) {
     for (const file of fileList) {
       const known = this.files.some((f) => f.name === file.name && f.size === file.size &&
@@ -143,7 +158,9 @@ export class UploadPanel {
   }
 
   async submit() {
-    if (!this.files.length) return;
+    const api = this.getApi();
+    if (!this.files.length || !api) return;
+    const session = this.session;
     const { pages, dpi, formats, schema, textLayer } = this.options();
     const oneJob = byId("option-one-job").checked;
     const batches = oneJob ? [this.files] : this.files.map((file) => [file]);
@@ -164,11 +181,13 @@ export class UploadPanel {
       form.append("formats", formats.join(","));
       if (schema) form.append("schema", schema);
       try {
-        const job = await this.getApi().submit(form, (fraction) => { bar.value = fraction; });
+        const job = await api.submit(form, (fraction) => { bar.value = fraction; });
+        if (session !== this.session) return;   // signed out meanwhile: the page belongs to someone else now
         line.textContent = `${names}: queued (${plural(job.pages_total, "page")}).`;
         bar.remove();
         this.onSubmitted(job);
       } catch (error) {
+        if (session !== this.session) return;
         bar.remove();
         line.textContent = `${names} was refused: ${error.message}`;
         line.className = "upload-line error";

@@ -10,6 +10,11 @@ Where requests go (`ExtractionEndpoint.from_settings`):
 | text   | our engine on loopback at OCRSERVE_EXTRACTION_PORT (`run` starts it) | smollm2-135m | 0.5 |
 | vision | the recogniser's endpoint (OCRSERVE_ENGINE_URL)  | OCRSERVE_ENGINE_MODEL | 0 |
 
+Keys: the vision route uses the recogniser's key (OCRSERVE_ENGINE_API_KEY) unless it
+has a URL of its own; the text route uses OCRSERVE_EXTRACTION_API_KEY, else, on our
+own engine, OCRSERVE_ENGINE_API_KEY, the variable that engine reads (`serve` and `run`
+start it with exactly this key).
+
 Answers are greedy. The penalty on the text route keeps SmolLM2-135M from
 repeating an array item until the schema's maxItems (measured on the example
 invoice: 30 empty line items and a 900-token answer without it, 3 lines and
@@ -32,6 +37,7 @@ from typing import Any, Literal
 import httpx
 
 from workers.extraction_schema import ExtractionSchema
+from workers.openai_recognizer import current_tenant
 from workers.settings import EXTRACTION_RETRY_BACKOFF_S, Settings
 
 DEFAULT_TEXT_MODEL = "smollm2-135m"
@@ -68,7 +74,10 @@ class ExtractionEndpoint:
         else:
             url = settings.extraction_url or f"http://127.0.0.1:{settings.extraction_port}/v1"
             model = settings.extraction_model or DEFAULT_TEXT_MODEL
-            key = settings.extraction_api_key
+            # Our own engine reads OCRSERVE_ENGINE_API_KEY, so that key serves here too;
+            # OCRSERVE_EXTRACTION_API_KEY (the older name) wins where both are set. An endpoint
+            # of its own (OCRSERVE_EXTRACTION_URL) is never sent the recogniser's key.
+            key = settings.extraction_api_key or (None if settings.extraction_url else settings.engine_api_key)
         url = url.rstrip("/")
         penalty = settings.extraction_frequency_penalty
         if penalty is None:
@@ -114,6 +123,9 @@ class ExtractionClient:
                 "temperature": 0,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": _format_name(schema.name), "schema": schema.schema, "strict": True}}}
+        tenant = current_tenant()   # the job owner's prefix-cache tenant (see workers.openai_recognizer)
+        if tenant is not None:
+            body["user"] = tenant
         if self.endpoint.frequency_penalty:
             body["frequency_penalty"] = self.endpoint.frequency_penalty
         where = f"the extraction endpoint at {self.endpoint.base_url} (model {self.endpoint.model!r})"

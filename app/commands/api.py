@@ -1,7 +1,9 @@
 """`ocrserve api [--host H] [--port P]`: the REST API alone (workers run elsewhere).
 
-With no API key configured the API is open, so it binds to loopback whatever
---host says, and says so.
+The auth mode is decided once, here at start-up (`OCRSERVE_AUTH`, see
+app/api_keys.py): in `none` mode (the default when no key exists) the API is
+open, so it binds to loopback whatever --host says, and says so. In `keys` mode
+it never opens up while running: with its keys gone every request is refused.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from workers.settings import Settings
 
 SUMMARY = "serve the REST API only (workers and engine run elsewhere)"
 LOOPBACK = "127.0.0.1"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,15 +30,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
+def with_auth_decided(settings: Settings) -> Settings:
+    """`settings` with its auth mode pinned to `keys` or `none`, decided once, now (never again
+    while the process runs), so the bind address and the app agree on it."""
+    from app.api_keys import KeyRing
+
+    return settings.model_copy(update={"auth": KeyRing.from_settings(settings).mode})
+
+
 def bind_host(settings: Settings, requested: str | None) -> str:
-    """The address to bind: loopback whenever no API key is configured."""
+    """The address to bind: loopback whenever the API runs without keys (auth mode `none`)."""
     from app.api_keys import KeyRing
 
     host = requested or settings.host
-    if not KeyRing(settings.api_keys, settings.keys_file).is_configured and host not in (LOOPBACK, "localhost", "::1"):
-        print(f"ocrserve: no API key is configured, so the API binds to {LOOPBACK} only, not {host}; "
-              f"add one with `ocrserve keys add NAME` (or set OCRSERVE_API_KEYS) to serve other machines",
-              file=sys.stderr)
+    if KeyRing.from_settings(settings).is_open and host not in LOOPBACK_HOSTS:
+        print(f"ocrserve: no API key is configured, so the API binds to {LOOPBACK} only, not {host} "
+              f"(auth mode 'none'); add one with `ocrserve keys add NAME` (or set OCRSERVE_API_KEYS) and "
+              f"restart to serve other machines", file=sys.stderr)
         return LOOPBACK
     return host
 
@@ -45,12 +56,12 @@ def main(args: argparse.Namespace) -> int:
 
     from app.main import create_app
 
-    settings = Settings()
+    settings = with_auth_decided(Settings())
     host = bind_host(settings, args.host)
     port = settings.port if args.port is None else args.port
     print(f"ocrserve api on http://{host}:{port} (data in {settings.data_dir.resolve()})", file=sys.stderr)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level, access_log=False,
-                server_header=False)
+    uvicorn.run(create_app(settings, bound_host=host), host=host, port=port, log_level=args.log_level,
+                access_log=False, server_header=False)
     return 0
 
 

@@ -2,7 +2,8 @@
 
 `add` prints the new key once, on stdout alone (so `KEY=$(ocrserve keys add me)`
 works); only its SHA-256 is stored. The file is OCRSERVE_API_KEYS_FILE, or
-api-keys in the data directory.
+api-keys in the data directory. Both `add` and `remove` replace the file whole
+(temp file, fsync, rename; mode 0600), so a running API never reads it half-written.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def main(args: argparse.Namespace) -> int:
         if args.action == "add":
             key = add_key(keys_file, args.name)
             print(key)
-            print(f"ocrserve keys: added {args.name!r} to {keys_file}; the key is shown only this once",
-                  file=sys.stderr)
+            print(f"ocrserve keys: added {args.name!r} to {keys_file}; the key is shown only this once "
+                  f"(an API started without keys requires them after a restart)", file=sys.stderr)
         elif args.action == "list":
             for entry in read_keys_file(keys_file):
                 print(entry.name)

@@ -115,14 +115,16 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
               tally: Tally) -> int | None:
     from tqdm import tqdm
 
-    from app.local_services import ServiceStartError, child_env, free_loopback_port, start_engine, start_worker
+    from app.local_services import (ServiceStartError, child_env, free_loopback_port, start_engine, start_worker,
+                                    with_engine_keys)
     from vision.limits import InputError
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.job_service import JobService, Upload
     from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 
     tmp = Path(tempfile.mkdtemp(prefix="ocrserve-run-"))
-    settings = Settings(data_dir=tmp, broker_url=None)
+    # Each engine started here requires a key (a random one unless configured); the worker is given it.
+    settings = with_engine_keys(Settings(data_dir=tmp, broker_url=None))
     children = []
     worker = None
     try:
@@ -133,14 +135,15 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
             settings = settings.model_copy(update={"engine_url": f"http://127.0.0.1:{port}/v1"})
             worker = start_worker(child_env(settings), args.workers or settings.worker_concurrency, tmp / "worker.log")
             children.append(worker)
-            engine, engine_url = start_engine(settings, child_env(settings), port, tmp / "engine.log")
+            engine, engine_url = start_engine(settings, child_env(settings), port, tmp / "engine.log",
+                                              api_key=settings.engine_api_key)
             children.append(engine)
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
         if extraction is not None and starts_own_extraction_engine(settings):
-            model = ExtractionEndpoint.from_settings(settings).model
+            endpoint = ExtractionEndpoint.from_settings(settings)
             engine, extraction_url = start_engine(settings, child_env(settings), 0, tmp / "extraction-engine.log",
-                                                  model=model)
+                                                  model=endpoint.model, api_key=endpoint.api_key)
             children.append(engine)
             settings = settings.model_copy(update={"extraction_url": extraction_url})
         service = JobService(settings)

@@ -4,7 +4,11 @@
 - Engine: started on loopback when the recogniser is ours (OCRSERVE_RECOGNIZER=openai
   and no OCRSERVE_ENGINE_URL); its model must accept images, which is checked
   before the API opens.
-- With no API key configured, binds to loopback only and says so.
+- Engines run with a key: OCRSERVE_ENGINE_API_KEY (OCRSERVE_EXTRACTION_API_KEY for the
+  extraction engine), or a random internal key made at start-up and handed to the worker
+  through its environment.
+- The auth mode is decided once, at start-up (app/api_keys.py); with no API key
+  configured the API is open, binds to loopback only and says so.
 Ctrl-C (or SIGTERM) stops the API, then the worker, then the engine.
 """
 from __future__ import annotations
@@ -13,7 +17,7 @@ import argparse
 import signal
 import sys
 
-from app.commands.api import bind_host
+from app.commands.api import bind_host, with_auth_decided
 from workers.settings import Settings
 
 # SmolLM2 reads one document's text at a time: a small pool (~0.75 GB) is plenty.
@@ -37,13 +41,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.local_services import ServiceStartError, child_env, start_engine, start_worker
+    from app.local_services import ServiceStartError, child_env, start_engine, start_worker, with_engine_keys
     from app.main import create_app
     from workers.data_dir import DataDir
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 
-    settings = Settings()
+    settings = with_engine_keys(with_auth_decided(Settings()))
     data_dir = DataDir(settings.data_dir).ensure()
     host = bind_host(settings, args.host)
     port = settings.port if args.port is None else args.port
@@ -55,18 +59,19 @@ def main(args: argparse.Namespace) -> int:
         if settings.starts_own_engine:
             print(f"ocrserve serve: starting the engine ({settings.recognizer_model})", file=sys.stderr)
             engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
-                                              data_dir.root / "engine.log")
+                                              data_dir.root / "engine.log", api_key=settings.engine_api_key)
             children.append(engine)
             overrides["engine_url"] = engine_url
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
         if starts_own_extraction_engine(settings):
             # Jobs may ask for schema extraction at any time: the text route needs its model up.
-            model = ExtractionEndpoint.from_settings(settings).model
-            print(f"ocrserve serve: starting the extraction engine ({model})", file=sys.stderr)
+            endpoint = ExtractionEndpoint.from_settings(settings)
+            print(f"ocrserve serve: starting the extraction engine ({endpoint.model})", file=sys.stderr)
             extraction_engine, extraction_url = start_engine(
                 settings, child_env(settings), settings.extraction_port, data_dir.root / "extraction-engine.log",
-                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)), model=model)
+                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)), model=endpoint.model,
+                api_key=endpoint.api_key)
             children.append(extraction_engine)
             overrides["extraction_url"] = extraction_url
             settings = settings.model_copy(update={"extraction_url": extraction_url})
@@ -76,8 +81,8 @@ def main(args: argparse.Namespace) -> int:
         broker = "Redis" if settings.broker_url else f"embedded SQLite in {data_dir.root}"
         print(f"ocrserve serve: API on http://{host}:{port}, broker: {broker}, recogniser: {settings.recognizer}",
               file=sys.stderr)
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=args.log_level, access_log=False,
-                    server_header=False)
+        uvicorn.run(create_app(settings, bound_host=host), host=host, port=port, log_level=args.log_level,
+                    access_log=False, server_header=False)
     except (ServiceStartError, RecognizerConfigError, RecognizerUnavailableError) as exc:
         print(f"ocrserve serve: {exc}", file=sys.stderr)
         return 2

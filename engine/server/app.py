@@ -3,18 +3,24 @@
 The app starts loading the engine when it starts (answering 503 meanwhile)
 and shuts the engine down when it stops, after the HTTP server has stopped
 taking requests and given in-flight ones their grace period.
+
+Before any route, `RequestGuard` refuses what a hostile web page could send to
+an engine on this machine's loopback: a `Host` that is not one of the engine's
+names (DNS rebinding: 400) and a body to a JSON route that is not declared
+JSON (a cross-site `text/plain` form post needs no CORS preflight: 415).
 """
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
 
 from engine.server import routes_admin, routes_batch, routes_chat, routes_completions
-from engine.server.api_errors import install_error_handlers
+from engine.server.api_errors import ApiError, error_response, install_error_handlers
 from engine.server.deps import ServerContext
 from engine.server.engine_lifecycle import EngineLifecycle
 from engine.server.settings import ServerSettings
@@ -37,4 +43,73 @@ def create_app(engine: Any, settings: ServerSettings) -> FastAPI:
     app.include_router(routes_batch.router)
     app.include_router(routes_completions.router)
     app.include_router(routes_admin.router)
+    app.add_middleware(RequestGuard, allowed_hosts=allowed_host_names(settings))
     return app
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+JSON_TYPES = frozenset({"application/json"})
+# POST routes that read a body, and the media types each accepts (the batch route takes JSON Lines).
+BODY_TYPES = {
+    "/v1/chat/completions": JSON_TYPES,
+    "/v1/completions": JSON_TYPES,
+    "/v1/batch": JSON_TYPES | {"application/jsonl", "application/x-ndjson", "application/json-lines"},
+}
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def allowed_host_names(settings: ServerSettings) -> frozenset[str] | None:
+    """The names a request's Host may carry: loopback, the bound host, --allowed-host. None (no
+    check) for a wildcard bind with no names given: the engine's names are unknown, and such a
+    bind needs an API key anyway."""
+    extra = {name.strip().lower().strip("[]") for name in settings.allowed_hosts if name.strip()}
+    host = settings.host.strip().lower().strip("[]")
+    if host in WILDCARD_HOSTS and not extra:
+        return None
+    return frozenset(LOOPBACK_NAMES | extra | ({host} - WILDCARD_HOSTS))
+
+
+def host_name(header: bytes | None) -> str | None:
+    """`example.org:8000` -> `example.org`, `[::1]:8000` -> `::1`; None when absent or malformed."""
+    if not header:
+        return None
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        name, closed, rest = text[1:].partition("]")
+        port_ok = not rest or (rest.startswith(":") and rest[1:].isdigit())
+        return name if closed and name and port_ok else None
+    name, _, port = text.partition(":")
+    return name if name and (not port or port.isdigit()) else None
+
+
+class RequestGuard:
+    """Host check (400) and Content-Type check on body routes (415), before routing or any key check."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], allowed_hosts: frozenset[str] | None):
+        self.app = app
+        self.allowed_hosts = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            error = self.refusal(scope)
+            if error is not None:
+                await error_response(error)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> ApiError | None:
+        headers = dict(scope.get("headers", []))
+        if self.allowed_hosts is not None and host_name(headers.get(b"host")) not in self.allowed_hosts:
+            return ApiError(400, "the Host header names a host this engine does not serve "
+                                 "(start it with --allowed-host NAME if the name is its own)", "host_not_allowed")
+        accepted = BODY_TYPES.get(scope.get("path", "")) if scope.get("method") == "POST" else None
+        if accepted is not None:
+            media_type = headers.get(b"content-type", b"").decode("latin-1").partition(";")[0].strip().lower()
+            if media_type not in accepted:
+                return ApiError(415, f"send the body as {' or '.join(sorted(accepted))} "
+                                     f"(Content-Type was {media_type or 'missing'!r})", "unsupported_media_type")
+        return None

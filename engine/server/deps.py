@@ -77,7 +77,12 @@ async def require_api_key(request: Request) -> None:
 
 
 async def require_admin_key(request: Request) -> None:
-    check_key(request, get_context(request).settings.effective_admin_key, "admin key")
+    """Admin routes always need a key: with none configured they are refused, even on loopback."""
+    expected = get_context(request).settings.effective_admin_key
+    if expected is None:
+        raise ApiError(403, "admin routes are disabled: start the engine with --api-key or --admin-key",
+                       "admin_key_not_configured")
+    check_key(request, expected, "admin key")
 
 
 async def require_ready(request: Request) -> None:

@@ -101,6 +101,12 @@ def uvicorn_config(app: object, settings: ServerSettings) -> uvicorn.Config:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = settings_from_args(args)
+    if settings.api_key is None and not settings.binds_loopback_only:
+        # Without a key, anyone who reaches the port could generate, flush the cache, and read other
+        # tenants' cached-token counts: only this machine may reach an open engine.
+        print(f"ocrserve engine: refusing to bind {settings.host} without an API key; pass --api-key KEY "
+              f"(or set OCRSERVE_ENGINE_API_KEY), or bind to 127.0.0.1", file=sys.stderr)
+        return 2
     logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -95,8 +95,10 @@ def test_a_line_break_inside_a_json_string_does_not_split_the_line(http):
 def test_the_batch_needs_the_api_key(engine_server):
     import httpx
 
-    response = httpx.post(f"{engine_server.base_url}/v1/batch", content=batch_file([chat_body("x")]), timeout=30)
+    jsonl = {"Content-Type": "application/jsonl"}
+    response = httpx.post(f"{engine_server.base_url}/v1/batch", content=batch_file([chat_body("x")]), timeout=30,
+                          headers=jsonl)
     assert response.status_code == 401
     response = httpx.post(f"{engine_server.base_url}/v1/batch", content=batch_file([chat_body("x")]), timeout=60,
-                          headers={"Authorization": f"Bearer {API_KEY}"})
+                          headers={"Authorization": f"Bearer {API_KEY}", **jsonl})
     assert response.status_code == 200

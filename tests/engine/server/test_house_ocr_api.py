@@ -124,7 +124,8 @@ def test_a_batch_of_bmp_crops_reads_as_the_reference(house_server):
                                                           {"type": "text", "text": "Text Recognition:"}]}]}
         lines.append(json.dumps({"custom_id": f"crop-{i}", "method": "POST", "url": "/v1/chat/completions",
                                  "body": body}))
-    response = httpx.post(house_server + "/v1/batch", content="\n".join(lines).encode(), timeout=300)
+    response = httpx.post(house_server + "/v1/batch", content="\n".join(lines).encode(), timeout=300,
+                          headers={"Content-Type": "application/jsonl"})
     assert response.status_code == 200, response.text
     answers = [json.loads(line) for line in response.content.splitlines()]
     assert [answer["custom_id"] for answer in answers] == [f"crop-{i}" for i in range(len(crops))]
