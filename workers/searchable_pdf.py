@@ -24,6 +24,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image
 
+from workers.data_dir import fsync_dir
 from workers.page_result import Box, PageResult
 
 FONT = "helv"
@@ -79,6 +80,7 @@ def merge_page_files(page_files: Sequence[Path], target: Path, batch_pages: int 
     with open(partial, "rb") as written:
         os.fsync(written.fileno())
     os.replace(partial, target)
+    fsync_dir(target.parent)   # the finished PDF's name survives a crash
 
 
 def _append_page(doc: pymupdf.Document, path: Path) -> None:
