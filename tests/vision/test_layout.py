@@ -1,7 +1,10 @@
 from __future__ import annotations
 
-import multiprocessing
+import json
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +12,8 @@ import vision_samples as samples
 
 from vision.layout import LAYOUT_LABELS, TASK_BY_LABEL, LayoutDetector, RecognitionTask, Region
 from vision.onnx_models import LAYOUT_CDLA, get_session
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _centre(box):
@@ -41,19 +46,35 @@ def test_model_is_loaded_once_per_process_and_thread_count():
         get_session(LAYOUT_CDLA, 0)
 
 
-def _labels_seen_in_a_forked_child(pixels: np.ndarray) -> tuple[int, list[str]]:
-    from vision import onnx_models
+# Run in a fresh interpreter, as a Celery prefork master is: forking the pytest
+# process itself would copy whatever locks its other threads (servers' readers,
+# thread pools left by earlier tests) hold at that instant, and hang the child
+# for reasons that are the test run's, not vision's.
+_FORKED_CHILD_SCRIPT = """
+import json, multiprocessing, sys
+import numpy as np
+from vision import onnx_models
+from vision.layout import LayoutDetector
 
-    num_inherited = len(onnx_models._sessions)
-    return num_inherited, [region.label for region in LayoutDetector().detect(pixels)]
+def labels_in_child(pixels):
+    return len(onnx_models._sessions), [region.label for region in LayoutDetector().detect(pixels)]
+
+pixels = np.load(sys.argv[1])
+in_parent = [region.label for region in LayoutDetector().detect(pixels)]
+with multiprocessing.get_context("fork").Pool(1) as pool:
+    num_inherited, in_child = pool.apply_async(labels_in_child, (pixels,)).get(timeout=120)
+print(json.dumps({"parent": in_parent, "child": in_child, "inherited": num_inherited}))
+"""
 
 
-def test_a_forked_worker_loads_its_own_session_and_gets_the_same_regions(header_footer_page):
-    pixels = header_footer_page.to_array()
-    in_parent = [region.label for region in LayoutDetector().detect(pixels)]
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        num_inherited, in_child = pool.apply(_labels_seen_in_a_forked_child, (pixels,))
-    assert num_inherited == 0 and in_child == in_parent
+def test_a_forked_worker_loads_its_own_session_and_gets_the_same_regions(header_footer_page, tmp_path):
+    pixels_file = tmp_path / "page.npy"
+    np.save(pixels_file, header_footer_page.to_array())
+    done = subprocess.run([sys.executable, "-c", _FORKED_CHILD_SCRIPT, str(pixels_file)],
+                          capture_output=True, text=True, timeout=240, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["inherited"] == 0 and seen["child"] == seen["parent"] and seen["parent"]
 
 
 def test_every_label_maps_to_a_recognition_task():
