@@ -87,7 +87,7 @@ class AsyncEngine:
                     item = None
             if self._stopping.is_set():
                 break
-            threads = 1 if self._num_building and self.config.device == "cpu" else step_threads
+            threads = 1 if self._num_building and e.device.type == "cpu" else step_threads
             if threads != threads_now:   # this thread's own OpenMP team (and MKL's)
                 torch.set_num_threads(threads)
                 threads_now = threads

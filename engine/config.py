@@ -20,8 +20,15 @@ class EngineConfig:
     enable_prefix_cache: bool = True
     share_prefix_cache_across_tenants: bool = False
     num_threads: int | None = None      # torch intra-op threads; None leaves torch's choice
-    device: str = "cpu"
-    dtype: str = "float32"              # fp32 on CPU: bf16 matmul is far slower there
+    device: str = "cpu"                 # "cpu", "cuda", "cuda:N", "auto" (CUDA when present); no silent fallback
+    dtype: str = "float32"              # fp32 on CPU: bf16 matmul is far slower there; bfloat16 on a GPU
+    attention_backend: str = "auto"     # "torch", "triton" (CUDA), "auto": triton on CUDA, torch elsewhere
+    # On CUDA with no kv_tokens/kv_memory_bytes: the KV pool takes this share of the GPU memory
+    # left free once the weights are loaded.
+    kv_memory_fraction: float = 0.85
+    # Decode steps of up to this many requests replay CUDA graphs (text models, triton backend);
+    # 0: off. Off by default until a GPU run has checked it (bench/gpu_check.sh measures it).
+    cuda_graph_max_batch: int = 0
     debug: bool = False                 # poison freed KV slots, check owners on every write
     seed: int = 0                       # seeds requests that give no seed of their own
     grammar_compile_timeout_s: float = 10.0  # a grammar compile past this is refused (400)
@@ -55,5 +62,13 @@ class EngineConfig:
             raise ValueError(f"speculative_tokens must not be negative, got {self.speculative_tokens}")
         if self.grammar_cache_bytes < 1:
             raise ValueError(f"grammar_cache_bytes must be positive, got {self.grammar_cache_bytes}")
+        if self.attention_backend not in ("auto", "torch", "triton"):
+            raise ValueError(f"attention_backend must be auto, torch or triton, got {self.attention_backend!r}")
+        if self.cuda_graph_max_batch < 0:
+            raise ValueError(f"cuda_graph_max_batch must not be negative, got {self.cuda_graph_max_batch}")
+        if not 0.0 < self.kv_memory_fraction < 1.0:
+            raise ValueError(f"kv_memory_fraction must be between 0 and 1, got {self.kv_memory_fraction}")
+        if not (self.device in ("cpu", "cuda", "auto") or self.device.startswith("cuda:")):
+            raise ValueError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")

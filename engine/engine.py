@@ -17,7 +17,7 @@ from engine.errors import InvalidRequestError, PromptTooLongError
 from engine.kv_pool import KVPool
 from engine.loader import resolve_model
 from engine.model_config import ModelConfig
-from engine.model_runner import _DTYPES, ModelRunner
+from engine.model_runner import _DTYPES, ModelRunner, free_device_memory, resolve_device
 from engine.multimodal.config import MultimodalConfig
 from engine.multimodal.image_decode import ImageData
 from engine.radix_cache import RadixCache
@@ -52,32 +52,39 @@ class Engine:
         self.eos_token_ids = set(mc.eos_token_ids)
         if self.tokenizer.eos_token_id is not None:
             self.eos_token_ids.add(self.tokenizer.eos_token_id)
+        try:  # before any loading: asking for CUDA where there is none stops here
+            self.device = resolve_device(config.device)
+        except RuntimeError as e:
+            raise EngineStartupError(str(e)) from e
         dtype = _DTYPES[config.dtype]
         per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, dtype)
         if config.kv_tokens is not None:
             num_tokens = config.kv_tokens
         elif config.kv_memory_bytes is not None:
             num_tokens = config.kv_memory_bytes // per_token
+        elif self.device.type == "cuda":
+            num_tokens = None  # a share of the GPU memory left once the weights are loaded
         else:
             num_tokens = max(4 * self.context_length, 16384)
-        if num_tokens < self.context_length:
-            raise EngineStartupError(
-                f"the KV pool holds {num_tokens} tokens ({num_tokens * per_token} bytes at {per_token} bytes "
-                f"per token) but one request may need the full context of {self.context_length} tokens; "
-                "give a larger --kv-tokens/--kv-memory or a smaller --context-length"
-            )
-        self.pool = KVPool(mc.num_layers, num_tokens + 1, mc.num_kv_heads, mc.head_dim, dtype,
-                           config.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
-        self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
-                      if config.enable_prefix_cache else None)
+        if num_tokens is not None:
+            self._check_pool_holds_context(num_tokens, per_token)
         self.multimodal_config = multimodal_config or MultimodalConfig()
         self.multimodal = None  # builds image requests; None: the model takes text only
         if mc.is_multimodal:
             from engine.multimodal.prompt_builder import MultimodalPromptBuilder
 
             self.multimodal = MultimodalPromptBuilder(path, mc, self.multimodal_config)
-        self.runner = ModelRunner(path, mc, config.dtype, self.context_length, config.device,
-                                  encoder_cache_bytes=self.multimodal_config.encoder_cache_bytes)
+        self.runner = ModelRunner(path, mc, config.dtype, self.context_length, self.device,
+                                  encoder_cache_bytes=self.multimodal_config.encoder_cache_bytes,
+                                  attention_backend=config.attention_backend,
+                                  cuda_graph_max_batch=config.cuda_graph_max_batch)
+        if num_tokens is None:
+            num_tokens = int(free_device_memory(self.device) * config.kv_memory_fraction) // per_token
+            self._check_pool_holds_context(num_tokens, per_token)
+        self.pool = KVPool(mc.num_layers, num_tokens + 1, mc.num_kv_heads, mc.head_dim, dtype,
+                           self.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
+        self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
+                      if config.enable_prefix_cache else None)
         self.scheduler = Scheduler(config, self.pool, self.cache, metrics)
         self.sampler = Sampler(mc.vocab_size)
         self._grammar_backend = None  # started on the first constrained request (a compile worker process)
@@ -91,6 +98,14 @@ class Engine:
         self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
         self.num_rescored = 0                # finished lines whose output differed from the draft ...
         self.num_draft_chosen = 0            # ... and how many kept the draft instead
+
+    def _check_pool_holds_context(self, num_tokens: int, per_token: int) -> None:
+        if num_tokens < self.context_length:
+            raise EngineStartupError(
+                f"the KV pool holds {num_tokens} tokens ({num_tokens * per_token} bytes at {per_token} bytes "
+                f"per token) but one request may need the full context of {self.context_length} tokens; "
+                "give a larger --kv-tokens/--kv-memory or a smaller --context-length"
+            )
 
     @property
     def supports_images(self) -> bool:

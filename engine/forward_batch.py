@@ -20,23 +20,21 @@ class ForwardBatch:
     kv_lens: list[int]           # per request
     kv_slots: list[torch.Tensor]  # per request: [kv_len] int64 slots of all its tokens, in order
     logits_indices: torch.Tensor  # [num_sampled] rows of the flat batch whose logits are needed
-    # Decode rows (extend_len == 1) are attended together through one padded slot table.
-    decode_rows: list[int]        # request indices with extend_len == 1
-    decode_slot_table: torch.Tensor | None = None  # [num_decode, max_kv_len] int64, padded with slot 0
-    decode_mask: torch.Tensor | None = None        # [num_decode, 1, 1, max_kv_len] bool, True = attend
     input_embeds: torch.Tensor | None = None       # [num_tokens, hidden]: replaces embedding lookup (VLMs)
     out_owners: torch.Tensor | None = None         # [num_tokens] pool owner of each out slot (debug checks)
+    # What the model's attention backend made of this batch (`AttentionBackend.prepare`, once per step).
+    attn_metadata: object = None
 
     def to(self, device: torch.device) -> "ForwardBatch":
         if device.type == "cpu":
             return self
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        # Slot lists and owners stay on the CPU: the attention backend sends what its kernels read.
         return ForwardBatch(
-            input_ids=move(self.input_ids), positions=move(self.positions), out_slots=move(self.out_slots),
-            extend_lens=self.extend_lens, kv_lens=self.kv_lens, kv_slots=[move(s) for s in self.kv_slots],
-            logits_indices=move(self.logits_indices), decode_rows=self.decode_rows,
-            decode_slot_table=move(self.decode_slot_table), decode_mask=move(self.decode_mask),
-            input_embeds=move(self.input_embeds), out_owners=self.out_owners,  # owners stay on the CPU
+            input_ids=move(self.input_ids), positions=move(self.positions), out_slots=self.out_slots,
+            extend_lens=self.extend_lens, kv_lens=self.kv_lens, kv_slots=self.kv_slots,
+            logits_indices=move(self.logits_indices), input_embeds=move(self.input_embeds),
+            out_owners=self.out_owners, attn_metadata=self.attn_metadata,
         )
 
     @property
@@ -70,15 +68,6 @@ class ForwardBatch:
                                         zip(ends.tolist(), logit_counts, sample_rows) if s])
         else:
             logits_indices = ends[torch.tensor(sample_rows, dtype=torch.bool)] if any(sample_rows) else ends[:0]
-        decode_rows = [i for i, e in enumerate(extend_lens) if e == 1]
-        table = mask = None
-        if decode_rows:
-            max_len = max(kv_lens[i] for i in decode_rows)
-            table = torch.zeros(len(decode_rows), max_len, dtype=torch.int64)
-            lens = torch.tensor([kv_lens[i] for i in decode_rows])
-            for j, i in enumerate(decode_rows):
-                table[j, : kv_lens[i]] = kv_slots[i]
-            mask = (torch.arange(max_len)[None, :] < lens[:, None])[:, None, None, :]
         return cls(
             input_ids=torch.tensor(flat_ids, dtype=torch.int64),
             positions=positions,
@@ -87,9 +76,6 @@ class ForwardBatch:
             kv_lens=kv_lens,
             kv_slots=kv_slots,
             logits_indices=logits_indices,
-            decode_rows=decode_rows,
-            decode_slot_table=table,
-            decode_mask=mask,
             out_owners=None if owner_ids is None else torch.repeat_interleave(
                 torch.tensor(owner_ids, dtype=torch.int64), torch.tensor(extend_lens)),
         )

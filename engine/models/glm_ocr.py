@@ -32,6 +32,8 @@ from engine.model_config import ModelConfig
 from engine.models.llama import LlamaModel, rms_norm
 from engine.models.rope import MRotaryEmbedding
 from engine.models.vision_tower import VisionTower
+from kernels.attention import make_attention_backend
+from kernels.layer_ops import make_layer_ops
 
 
 class GlmOcrLayer:
@@ -73,7 +75,7 @@ class GlmOcrModel(LlamaModel):
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
-                 max_positions: int, device: torch.device | str = "cpu"):
+                 max_positions: int, device: torch.device | str = "cpu", attention_backend: str = "torch"):
         # Not LlamaModel.__init__: the layers differ. The attributes _attention reads are set here.
         assert config.architecture == "GlmOcrForConditionalGeneration" and config.mrope_section
         self.config = c = config
@@ -90,9 +92,11 @@ class GlmOcrModel(LlamaModel):
                            for i in range(c.num_mtp_layers)]
         rotary_dim = int(c.head_dim * c.partial_rotary_factor)
         self.rope = MRotaryEmbedding(c.head_dim, rotary_dim, c.rope_theta, c.mrope_section, max_positions, dtype,
-                                     interleaved=True, device=device)
+                                     interleaved=True, device=device, fused=attention_backend == "triton")
         self.scale = c.head_dim ** -0.5
         self.q_size, self.kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+        self.attn = make_attention_backend(attention_backend, self.scale, device, c.num_kv_heads)
+        self.ops = make_layer_ops(attention_backend)
 
     @staticmethod
     def _load_mtp_layer(state: dict[str, torch.Tensor], prefix: str, dtype: torch.dtype,
@@ -118,11 +122,14 @@ class GlmOcrModel(LlamaModel):
         """Logits [num_sampled, vocab] for batch.logits_indices; K/V of the new tokens go to `pool`."""
         eps = self.config.rms_norm_eps
         batch = batch.to(self.device)
+        if batch.attn_metadata is None:  # (a CUDA-graph step brings its own, over static buffers)
+            batch.attn_metadata = self.attn.prepare(batch)
         h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
+        norm = self.ops.rms_norm
         for i, layer in enumerate(self.layers):
-            attn = self._attention(i, layer, rms_norm(h, layer.input_norm, eps), batch, pool)
-            h = h + rms_norm(attn, layer.post_self_attn_norm, eps)
-            gate, up = F.linear(rms_norm(h, layer.post_attention_norm, eps), layer.w_gate_up).chunk(2, dim=-1)
-            h = h + rms_norm(F.linear(up * F.silu(gate), layer.w_down), layer.post_mlp_norm, eps)
+            attn = self._attention(i, layer, norm(h, layer.input_norm, eps), batch, pool)
+            h = h + norm(attn, layer.post_self_attn_norm, eps)
+            gate_up = F.linear(norm(h, layer.post_attention_norm, eps), layer.w_gate_up)
+            h = h + norm(F.linear(self.ops.silu_gate(gate_up), layer.w_down), layer.post_mlp_norm, eps)
         h = rms_norm(h[batch.logits_indices], self.norm, eps)
         return F.linear(h, self.lm_head).float()

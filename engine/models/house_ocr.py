@@ -91,7 +91,7 @@ class HouseOcrModel:
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
-                 max_positions: int, device: torch.device | str = "cpu"):
+                 max_positions: int, device: torch.device | str = "cpu", attention_backend: str = "torch"):
         assert config.architecture == ARCHITECTURE
         self.config = config
         self.dtype = dtype
@@ -106,7 +106,7 @@ class HouseOcrModel:
                           ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
         self.ctc = {n: take(f"ctc_head.{n}") for n in
                     ("norm.weight", "norm.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")}
-        self.language = LlamaModel(config, state, dtype, max_positions, device)
+        self.language = LlamaModel(config, state, dtype, max_positions, device, attention_backend)
         extra = json.loads((path / "config.json").read_text()).get("house_ocr") or {}
         weight = extra.get("ctc_weight", 0.0)   # 0: plain greedy, no rescoring
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight < 1.0:

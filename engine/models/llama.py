@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
 from engine.models.rope import RotaryEmbedding
-from kernels.paged_attention import decode_attention, extend_attention
+from kernels.attention import make_attention_backend
+from kernels.layer_ops import make_layer_ops
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -39,7 +40,7 @@ class LlamaLayer:
 
 class LlamaModel:
     def __init__(self, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype, max_positions: int,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", attention_backend: str = "torch"):
         self.config = config
         self.dtype = dtype
         self.device = device = torch.device(device)
@@ -54,10 +55,12 @@ class LlamaModel:
         self.norm = state["model.norm.weight"].to(device=device, dtype=dtype)
         self.layers = [LlamaLayer(state, f"model.layers.{i}.", dtype, device) for i in range(config.num_layers)]
         self.rope = RotaryEmbedding(config.head_dim, config.rope_theta, config.rope_scaling, max_positions, dtype,
-                                    device)
+                                    device, fused=attention_backend == "triton")
         self.scale = config.head_dim ** -0.5
         c = config
         self.q_size, self.kv_size = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+        self.attn = make_attention_backend(attention_backend, self.scale, device, c.num_kv_heads)
+        self.ops = make_layer_ops(attention_backend)  # norms and the MLP gate: fused kernels with triton
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch, pool) -> torch.Tensor:
@@ -65,17 +68,24 @@ class LlamaModel:
         logits [num_sampled, vocab] for batch.logits_indices."""
         c = self.config
         batch = batch.to(self.device)
-        h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
+        if batch.attn_metadata is None:  # (a CUDA-graph step brings its own, over static buffers)
+            batch.attn_metadata = self.attn.prepare(batch)
+        # h is the residual stream; a copy of given embeddings, since fused ops update it in place.
+        h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype, copy=True)
+        ops, eps, last = self.ops, c.rms_norm_eps, len(self.layers) - 1
+        x = ops.rms_norm(h, self.layers[0].input_norm, eps)
         for i, layer in enumerate(self.layers):
-            x = rms_norm(h, layer.input_norm, c.rms_norm_eps)
-            h = h + self._attention(i, layer, x, batch, pool)
-            h = h + self._mlp(layer, rms_norm(h, layer.post_norm, c.rms_norm_eps))
-        h = rms_norm(h[batch.logits_indices], self.norm, c.rms_norm_eps)
+            # h += attention; x = post_norm(h); h += mlp; x = next layer's input_norm(h)
+            x, h = ops.add_rms_norm(self._attention(i, layer, x, batch, pool), h, layer.post_norm, eps)
+            if i < last:
+                x, h = ops.add_rms_norm(self._mlp(layer, x), h, self.layers[i + 1].input_norm, eps)
+            else:
+                h = h + self._mlp(layer, x)
+        h = rms_norm(h[batch.logits_indices], self.norm, eps)
         return self.logits(h)
 
     def _mlp(self, layer: LlamaLayer, x: torch.Tensor) -> torch.Tensor:
-        gate, up = F.linear(x, layer.w_gate_up).split(self.config.intermediate_size, dim=-1)
-        return F.linear(F.silu(gate) * up, layer.w_down)
+        return F.linear(self.ops.silu_gate(F.linear(x, layer.w_gate_up)), layer.w_down)
 
     def _qkv(self, layer: LlamaLayer, x: torch.Tensor, positions: torch.Tensor):
         """Q and K [tokens, heads, head_dim] rotated to `positions`, and V."""
@@ -120,24 +130,7 @@ class LlamaModel:
         return torch.mm(self.lm_head, h.t()).t().contiguous().float()
 
     def _attention(self, index: int, layer: LlamaLayer, x: torch.Tensor, batch: ForwardBatch, pool) -> torch.Tensor:
-        num_tokens = x.shape[0]
+        """Self-attention of layer `index` through the attention backend (which also stores the new K/V)."""
         q, k, v = self._qkv(layer, x, batch.positions)
-        pool.write(index, batch.out_slots, k, v, batch.out_owners)
-        k_cache, v_cache = pool.k_cache[index], pool.v_cache[index]
-        if len(batch.decode_rows) == batch.num_requests:  # pure decode step: one padded call
-            out = decode_attention(q, k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale)
-        else:
-            out = torch.empty_like(q)
-            starts = [0]
-            for e in batch.extend_lens:
-                starts.append(starts[-1] + e)
-            if batch.decode_rows:
-                idx = torch.tensor([starts[i] for i in batch.decode_rows], device=self.device)
-                out[idx] = decode_attention(
-                    q[idx], k_cache, v_cache, batch.decode_slot_table, batch.decode_mask, self.scale
-                )
-            for i, e in enumerate(batch.extend_lens):
-                if e > 1:
-                    s = starts[i]
-                    out[s : s + e] = extend_attention(q[s : s + e], k_cache, v_cache, batch.kv_slots[i], self.scale)
-        return F.linear(out.reshape(num_tokens, self.q_size), layer.w_o, layer.b_o)
+        out = self.attn.forward(q, k, v, index, pool, batch.attn_metadata)  # [tokens, heads, head_dim]
+        return F.linear(out.reshape(x.shape[0], self.q_size), layer.w_o, layer.b_o)

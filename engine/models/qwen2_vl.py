@@ -28,17 +28,18 @@ class Qwen2VLModel:
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
-                 max_positions: int, device: torch.device | str = "cpu"):
+                 max_positions: int, device: torch.device | str = "cpu", attention_backend: str = "torch"):
         assert config.architecture in QWEN2_VL_ARCHITECTURES and config.mrope_section
         if config.head_dim != config.hidden_size // config.num_heads:
             raise ValueError("Qwen2-VL attention uses hidden_size / num_attention_heads as its head size; "
                              f"this config gives head_dim {config.head_dim}")
         self.config = config
         self.visual = VisionTower(path, config.architecture, state, dtype, device)
-        self.language = LlamaModel(config, state, dtype, max_positions, device)
+        self.language = LlamaModel(config, state, dtype, max_positions, device, attention_backend)
         rotary_dim = int(config.head_dim * config.partial_rotary_factor)
         self.language.rope = MRotaryEmbedding(config.head_dim, rotary_dim, config.rope_theta, config.mrope_section,
-                                              max_positions, dtype, interleaved=False, device=device)
+                                              max_positions, dtype, interleaved=False, device=device,
+                                              fused=attention_backend == "triton")
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.language.embed[input_ids]  # [num_tokens, hidden]

@@ -26,19 +26,30 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: dict) -> torch.Tensor:
     raise ValueError(f"rope scaling type {kind!r} is not supported")
 
 
+def _rotary_kernel():
+    # Imported only when asked for: Triton fixes interpreter-or-GPU when a kernel module is imported.
+    from kernels.rotary import apply_rotary_
+
+    return apply_rotary_
+
+
 class RotaryEmbedding:
     """Precomputed cos/sin for every position up to max_positions."""
 
     def __init__(self, head_dim: int, theta: float, scaling: dict, max_positions: int, dtype: torch.dtype,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", fused: bool = False):
         inv_freq = rope_inv_freq(head_dim, theta, scaling)
         freqs = torch.outer(torch.arange(max_positions, dtype=torch.float32), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)  # [max_positions, head_dim]
         self.cos = emb.cos().to(device=device, dtype=dtype)
         self.sin = emb.sin().to(device=device, dtype=dtype)
+        self.kernel = _rotary_kernel() if fused else None  # Triton, in place: the CUDA path
 
     def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         # x: [tokens, heads, head_dim]
+        if self.kernel is not None:
+            half = self.cos.shape[1] // 2  # the halves of the table repeat: the kernel reads one
+            return self.kernel(x, positions, self.cos[:, :half], self.sin[:, :half])
         cos = self.cos.index_select(0, positions).unsqueeze(1)
         sin = self.sin.index_select(0, positions).unsqueeze(1)
         half = x.shape[-1] // 2
@@ -57,7 +68,8 @@ class MRotaryEmbedding:
     """
 
     def __init__(self, head_dim: int, rotary_dim: int, theta: float, sections: tuple[int, ...],
-                 max_positions: int, dtype: torch.dtype, interleaved: bool, device: torch.device | str = "cpu"):
+                 max_positions: int, dtype: torch.dtype, interleaved: bool, device: torch.device | str = "cpu",
+                 fused: bool = False):
         inv_freq = 1.0 / (theta ** (torch.arange(0, rotary_dim, 2, dtype=torch.int64).float() / rotary_dim))
         assert len(sections) == 3 and sum(sections) == inv_freq.numel(), (
             f"mrope_section {sections} must have 3 parts summing to rotary_dim/2 = {inv_freq.numel()}")
@@ -71,9 +83,15 @@ class MRotaryEmbedding:
         self.freq_index = torch.arange(inv_freq.numel(), device=device)[:, None]
         self.rotary_dim = rotary_dim
         self.interleaved = interleaved
+        self.sections = tuple(sections)
+        self.kernel = _rotary_kernel() if fused else None  # Triton, in place: the CUDA path
 
     def apply(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         # x: [tokens, heads, head_dim]; positions: [3, tokens] (or [tokens] for text-only batches)
+        if self.kernel is not None:
+            if positions.dim() == 1:
+                positions = positions.expand(3, -1)
+            return self.kernel(x, positions, self.cos, self.sin, self.sections, self.interleaved)
         if positions.dim() == 1:
             positions = positions.expand(3, -1)
         rows = positions[self.section_of_freq]                    # [rotary_dim/2, tokens]: each freq's position

@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve one model with the ocrserve engine behind an OpenAI-compatible HTTP API.")
     parser.add_argument("--model", required=True,
                         help="built-in model name (e.g. smollm2-135m), a Hugging Face checkpoint folder, or a .gguf file")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default: loopback only; any other address needs --api-key)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to bind (0: any free port)")
     kv = parser.add_mutually_exclusive_group()
     kv.add_argument("--kv-tokens", type=positive_int, help="KV pool size in tokens")
@@ -67,7 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--share-prefix-cache-across-tenants", action="store_true")
     parser.add_argument("--num-threads", type=positive_int, help="torch threads on CPU")
     parser.add_argument("--debug", action="store_true", help="engine debug checks (poisoned KV slots, owners)")
-    parser.add_argument("--device", default="cpu", help="torch device for weights and KV pool (cpu, cuda, cuda:1)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device for weights and KV pool (cpu, cuda, cuda:1, auto: CUDA when present)")
+    parser.add_argument("--attention-backend", choices=("auto", "torch", "triton"), default="auto",
+                        help="attention kernels: triton (CUDA only), torch, auto (triton on CUDA, torch elsewhere)")
+    parser.add_argument("--kv-memory-fraction", type=float, default=0.85,
+                        help="on CUDA without --kv-tokens/--kv-memory: the share of the GPU memory left free "
+                             "after the weights that the KV pool takes (default 0.85)")
+    parser.add_argument("--cuda-graph-max-batch", type=non_negative_int, default=0,
+                        help="replay CUDA graphs for decode steps of up to this many requests (triton backend, "
+                             "text models); 0: off (the default)")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                         help="weights and KV dtype (keep float32 on CPU)")
     parser.add_argument("--grammar-compile-timeout", type=positive_float, default=10.0,
@@ -82,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api-key", default=os.environ.get("OCRSERVE_ENGINE_API_KEY"),
                         help="required as 'Authorization: Bearer KEY' on /v1/* (env OCRSERVE_ENGINE_API_KEY)")
     parser.add_argument("--admin-key", default=os.environ.get("OCRSERVE_ENGINE_ADMIN_KEY"),
-                        help="required on /flush_cache; default: the API key (env OCRSERVE_ENGINE_ADMIN_KEY)")
+                        help="required on /flush_cache; default: the API key (env OCRSERVE_ENGINE_ADMIN_KEY); "
+                             "with neither, /flush_cache is refused")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help="a Host name clients may use besides loopback and --host (repeatable), "
+                             "e.g. the engine's service name in docker compose")
     parser.add_argument("--served-model-name", action="append", default=[],
                         help="name(s) clients use in 'model' (repeatable; default: the engine's model name)")
     parser.add_argument("--max-request-bytes", type=parse_bytes, default=ServerSettings.max_request_bytes,
@@ -103,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     return ServerSettings(
         host=args.host, port=args.port, api_key=args.api_key or None, admin_key=args.admin_key or None,
+        allowed_hosts=tuple(args.allowed_host),
         served_model_names=tuple(args.served_model_name), max_request_bytes=args.max_request_bytes,
         request_timeout_s=args.request_timeout, keep_alive_timeout_s=args.keep_alive_timeout,
         shutdown_grace_s=args.shutdown_grace, image_url_host_allowlist=tuple(args.image_url_allowlist),
@@ -123,6 +138,8 @@ def engine_config_from_args(args: argparse.Namespace):
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,
         num_threads=args.num_threads, debug=args.debug, device=args.device, dtype=args.dtype,
+        attention_backend=args.attention_backend, kv_memory_fraction=args.kv_memory_fraction,
+        cuda_graph_max_batch=args.cuda_graph_max_batch,
         grammar_compile_timeout_s=args.grammar_compile_timeout, grammar_cache_bytes=args.grammar_cache_memory,
     )
 

@@ -30,7 +30,9 @@ def _expanded(argv: list[str]) -> list[str]:
 
 def test_compose_runs_redis_engine_worker_and_api_from_our_image():
     services = _compose()["services"]
-    assert set(services) == {"redis", "engine", "extraction", "worker", "api"}
+    # engine-gpu replaces engine on a GPU machine, only under `--profile gpu` (test below)
+    assert set(services) == {"redis", "engine", "extraction", "worker", "api", "engine-gpu"}
+    assert services["engine-gpu"]["profiles"] == ["gpu"]
     assert services["redis"]["image"].startswith("redis:")
     for name in ("engine", "extraction", "worker", "api"):
         assert services[name]["build"] == "."
@@ -51,11 +53,23 @@ def test_compose_commands_are_ocrserve_subcommands_with_valid_arguments():
             continue
         subcommand, *argv = _expanded(service["command"])
         if subcommand == "engine":
-            model = engine_parser().parse_args(argv).model
-            assert model == {"engine": "house-ocr", "extraction": "smollm2-135m"}[name], (name, model)
+            args = engine_parser().parse_args(argv)
+            expected = {"engine": "house-ocr", "extraction": "smollm2-135m", "engine-gpu": "/models/checkpoint"}
+            assert args.model == expected[name], (name, args.model)
+            if name == "engine-gpu":
+                assert args.device == "cuda" and args.dtype == "bfloat16"
         else:
             assert subcommand in SUBCOMMANDS, subcommand
             build_parser(subcommand).parse_args(argv)   # exits (fails the test) on an unknown argument
+
+
+def test_the_gpu_engine_takes_the_cpu_engines_place_on_the_network():
+    gpu = _compose()["services"]["engine-gpu"]
+    assert gpu["build"]["dockerfile"] == "Dockerfile.cuda" and (REPO_ROOT / "Dockerfile.cuda").is_file()
+    assert gpu["networks"]["default"]["aliases"] == ["engine"]   # the workers' OCRSERVE_ENGINE_URL
+    assert "ports" not in gpu, "the engine stays on the private network"
+    assert gpu["environment"]["OCRSERVE_ENGINE_API_KEY"].startswith("${OCRSERVE_ENGINE_API_KEY:?")
+    assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
 
 
 def test_the_dockerfile_installs_every_package_and_runs_ocrserve():
