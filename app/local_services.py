@@ -36,10 +36,14 @@ class ServiceStartError(RuntimeError):
 class ManagedProcess:
     def __init__(self, name: str, command: list[str], env: Mapping[str, str], log_path: Path | None = None,
                  capture_stdout: bool = False):
+        from engine.server.parent_watch import parent_env   # stdlib only; engine/ is imported lazily here
+
         self.name = name
         self.log_file = open(log_path, "ab") if log_path is not None else None   # noqa: SIM115
         stderr = self.log_file if self.log_file is not None else subprocess.DEVNULL
-        self.popen = subprocess.Popen(command, env=dict(env), start_new_session=True,
+        # Its own session (a terminal's Ctrl-C reaches only us; `stop` ends it in order), told to end
+        # with this process should we be killed outright (engine/server/parent_watch.py).
+        self.popen = subprocess.Popen(command, env={**env, **parent_env()}, start_new_session=True,
                                       stdin=subprocess.DEVNULL, stderr=stderr,
                                       stdout=subprocess.PIPE if capture_stdout else stderr)
 

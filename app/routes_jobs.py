@@ -29,6 +29,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
+# SQLite binds OFFSET as a signed 64-bit integer; past it the query would fail (a 500): refuse it (400).
+MAX_LIST_OFFSET = 2**63 - 1
 FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer")
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
@@ -54,7 +56,8 @@ async def create_job(request: Request, context: Context, owner: Owner) -> JobVie
     with _upload_gate(request, settings).admit():
         form = await receive_form(request, context.jobs.data_dir.incoming_dir, FormLimits(
             max_file_bytes=settings.max_upload_bytes, max_files=settings.max_files_per_job,
-            max_field_bytes=settings.max_schema_bytes, max_fields=len(FORM_OPTIONS) + 3))
+            max_field_bytes=settings.max_schema_bytes, max_fields=len(FORM_OPTIONS) + 3,
+            idle_timeout_s=settings.upload_idle_timeout_s))
         try:
             return await _submit(context, owner, form)
         finally:
@@ -87,7 +90,7 @@ def _upload_gate(request: Request, settings: Settings) -> UploadGate:
 
 @router.get("", response_model=JobList, summary="The caller's jobs, newest first")
 def list_jobs(jobs: Jobs, owner: Owner, limit: int = Query(20, ge=1, le=100),
-              offset: int = Query(0, ge=0)) -> JobList:
+              offset: int = Query(0, ge=0, le=MAX_LIST_OFFSET)) -> JobList:
     return JobList(jobs=[JobSummary.from_record(job) for job in jobs.list(owner, limit, offset)])
 
 

@@ -17,6 +17,7 @@ kept in memory.
 | a part's headers     | python-multipart's header count and size caps              |
 | memory of the API    | one body chunk + the small fields, whatever the file sizes |
 | uploads at once      | `UploadGate`: over its limit a request is turned away (503, Retry-After) before its body is read |
+| a stalled client     | `idle_timeout_s` between body chunks (`upload_idle_timeout_s`): past it 408, slot freed |
 
 The caller owns the `ReceivedForm` and must `discard()` it: files a job took
 (moved into place) are gone already, the rest are deleted.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ class FormLimits:
     max_files: int          # document parts; one schema file part may come besides
     max_field_bytes: int    # a text field, or the schema as a file part
     max_fields: int = 8
+    idle_timeout_s: float = 30.0    # the longest wait for the next body chunk; past it 408
 
 
 @dataclass
@@ -97,6 +99,21 @@ class UploadGate:
             yield
         finally:
             self.num_active -= 1
+
+
+async def _chunks(request: Request, idle_timeout_s: float) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive; a client that sends nothing for `idle_timeout_s` gets 408."""
+    stream = request.stream().__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), idle_timeout_s)
+        except StopAsyncIteration:
+            return
+        except asyncio.TimeoutError:
+            raise ApiError(408, "request_timeout", f"the upload sent nothing for {idle_timeout_s:g} s; "
+                           "it was ended (send the whole body without long pauses)",
+                           headers={"Connection": "close"}) from None
+        yield chunk
 
 
 async def receive_form(request: Request, incoming_dir: Path, limits: FormLimits) -> ReceivedForm:
@@ -162,7 +179,7 @@ async def _receive_multipart(request: Request, boundary: bytes, incoming_dir: Pa
     reader = _PartReader()
     parser = MultipartParser(boundary, reader.callbacks())
     part: _Part | None = None
-    async for chunk in request.stream():
+    async for chunk in _chunks(request, limits.idle_timeout_s):
         try:
             parser.write(chunk)
         except FormParserError as exc:
@@ -269,7 +286,7 @@ async def _receive_urlencoded(request: Request, limits: FormLimits) -> ReceivedF
     """A form without files (options only): refused later for having no document, but read capped."""
     max_bytes = limits.max_fields * (limits.max_field_bytes + 64)
     body = bytearray()
-    async for chunk in request.stream():
+    async for chunk in _chunks(request, limits.idle_timeout_s):
         body += chunk
         if len(body) > max_bytes:
             raise SchemaError(f"a form field is larger than the {limits.max_field_bytes:,}-byte limit "

@@ -266,7 +266,11 @@ def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupd
     if pdf.needs_pass:
         pdf.close()
         raise EncryptedPDFError("the PDF is password-protected; remove the password and upload it again")
-    num_pages = pdf.page_count
+    try:
+        num_pages = pdf.page_count
+    except (RuntimeError, ValueError) as exc:   # e.g. a page tree whose count is invalid ("code=7")
+        pdf.close()
+        raise CorruptDocumentError("the PDF is damaged and cannot be read: its page tree is invalid") from exc
     if num_pages == 0:
         pdf.close()
         raise EmptyDocumentError("the PDF has no pages")

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     max_jobs_listed: int = Field(100, ge=1)
     # Uploads this API process receives at once (each streamed to disk); the next gets 503 + Retry-After.
     max_concurrent_uploads: int = Field(4, ge=1)
+    # An upload that sends nothing for this long is ended (408) and its slot freed: a client that
+    # stalls mid-body (slow-loris) cannot hold the upload slots for ever.
+    upload_idle_timeout_s: float = Field(30.0, gt=0, le=3600)
     # First renders of page images for the web page at once (each stored, then served from disk).
     max_concurrent_page_renders: int = Field(2, ge=1)
 

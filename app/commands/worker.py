@@ -31,6 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
+    from engine.server.parent_watch import exit_with_parent
+
+    exit_with_parent()     # started by `ocrserve run`/`serve`: end with it, even if it is SIGKILLed
     settings = Settings()
     if not args.skip_check:
         from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer

@@ -22,6 +22,7 @@ import uvicorn
 from engine.server.cli_args import (build_parser, engine_config_from_args, multimodal_config_from_args,
                                     settings_from_args)
 from engine.server.deps import ServerContext
+from engine.server.parent_watch import exit_with_parent
 from engine.server.settings import ServerSettings
 
 # After the engine has aborted what was still in flight, how long the aborted
@@ -100,6 +101,7 @@ def uvicorn_config(app: object, settings: ServerSettings) -> uvicorn.Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    exit_with_parent()     # started by `ocrserve run`/`serve`: end with it, even if it is SIGKILLed
     settings = settings_from_args(args)
     if settings.api_key is None and not settings.binds_loopback_only:
         # Without a key, anyone who reaches the port could generate, flush the cache, and read other
