@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -190,7 +189,6 @@ def test_a_tiff_frame_over_the_pixel_cap_is_refused_at_open():
 def test_png_header_bomb_is_refused_before_decoding():
     bomb = samples.png_header_bomb(20000, 20000)   # 400M pixels declared in ~100 bytes
     assert len(bomb) < 200
-    started = time.perf_counter()
     # If any pixel were decoded first, the missing image data would surface as a
     # CorruptDocumentError (or a 1.2 GB allocation) instead of this error.
     with pytest.raises(ImageTooLargeError):
@@ -199,7 +197,6 @@ def test_png_header_bomb_is_refused_before_decoding():
         Document.open(bomb, limits=VisionLimits(max_image_pixels=10**12))  # past ours: Pillow's own check
     with pytest.raises(ImageTooLargeError, match="5000x5000"):
         Document.open(samples.png_header_bomb(5000, 5000), limits=VisionLimits(max_image_pixels=1_000_000))
-    assert time.perf_counter() - started < 1.0
 
 
 def test_compressed_large_png_is_refused_by_our_cap():

@@ -51,7 +51,8 @@ def test_one_pixel_wide_image_goes_through_the_whole_pipeline():
 
 def test_array_input_without_lines_gives_the_same_regions(header_footer_page, header_footer_layout):
     without_lines = analyze_page(header_footer_page.to_array(), detect_lines=False)
-    assert without_lines.timings.lines_s < 0.01
+    # the line detector did not run: no region holds a line, where the full analysis finds them
+    assert any(b.lines for b in header_footer_layout.blocks) and not any(b.lines for b in without_lines.blocks)
     assert [(b.region.label, b.role) for b in without_lines.blocks] == [
         (b.region.label, b.role) for b in header_footer_layout.blocks]
     for bare, grown in zip(without_lines.blocks, header_footer_layout.blocks):

@@ -1,12 +1,11 @@
 """32 concurrent requests are batched together and each gets exactly the answer it gets alone."""
 from __future__ import annotations
 
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from .batching import hold_together
 from .conftest import API_KEY, MODEL
 
 TOPICS = ["rivers", "owls", "bridges", "tea", "volcanoes", "chess", "bicycles", "glaciers", "maps", "bees",
@@ -15,10 +14,13 @@ TOPICS = ["rivers", "owls", "bridges", "tea", "volcanoes", "chess", "bicycles", 
 MAX_TOKENS = 12
 
 
-def ask(client: httpx.Client, topic: str) -> str:
-    body = {"model": MODEL, "messages": [{"role": "user", "content": f"Tell me one fact about {topic}."}],
+def question(topic: str) -> dict:
+    return {"model": MODEL, "messages": [{"role": "user", "content": f"Tell me one fact about {topic}."}],
             "max_tokens": MAX_TOKENS, "temperature": 0}
-    response = client.post("/v1/chat/completions", json=body)
+
+
+def ask(client: httpx.Client, topic: str) -> str:
+    response = client.post("/v1/chat/completions", json=question(topic))
     assert response.status_code == 200, response.text
     return response.json()["choices"][0]["message"]["content"]
 
@@ -29,23 +31,9 @@ def test_32_concurrent_greedy_requests_equal_each_alone(engine_server):
     with httpx.Client(base_url=engine_server.base_url, timeout=300, limits=limits,
                       headers={"Authorization": f"Bearer {API_KEY}"}) as client:
         alone = [ask(client, topic) for topic in TOPICS]
-        done = threading.Event()
-        most_running = 0
-
-        def watch_running() -> None:
-            nonlocal most_running
-            while not done.is_set():
-                most_running = max(most_running, engine_server.metrics()["ocrserve_requests_running"])
-                time.sleep(0.05)
-
-        watcher = threading.Thread(target=watch_running)
-        watcher.start()
-        try:
-            with ThreadPoolExecutor(max_workers=32) as pool:
-                together = list(pool.map(lambda topic: ask(client, topic), TOPICS))
-        finally:
-            done.set()
-            watcher.join()
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            together = list(pool.map(lambda topic: ask(client, topic), TOPICS))
     assert together == alone
-    # Batched, not serialised by the HTTP layer: many requests ran in one engine batch.
-    assert most_running >= 16
+    # Batched, not serialised by the HTTP layer: many requests run in one engine batch.
+    held = hold_together(engine_server, [question(topic) for topic in TOPICS[:16]], API_KEY)
+    assert held["ocrserve_requests_running"] >= 16

@@ -64,7 +64,7 @@ def post_in_two_parts(port: int, body: bytes, stall_s: float) -> bytes:
 
 
 def wait_for_aborts(server: EngineServer, num_aborts: float) -> None:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120      # a hang guard only: the abort itself is what is checked
     while server.metrics()["ocrserve_request_aborts_total"] < num_aborts:
         assert time.monotonic() < deadline, "the request was not aborted"
         time.sleep(0.05)
@@ -84,13 +84,17 @@ def test_an_upload_stalled_past_the_request_timeout_is_408(short_timeout_server)
 
 
 def test_a_whole_answer_past_the_request_timeout_is_aborted_with_504(short_timeout_server):
-    aborts_before = short_timeout_server.metrics()["ocrserve_request_aborts_total"]
+    before = short_timeout_server.metrics()
+    aborts_before = before["ocrserve_request_aborts_total"]
     started = time.monotonic()
     response = httpx.post(f"{short_timeout_server.base_url}/v1/chat/completions", json=LONG_STORY, timeout=60)
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "timeout"
-    assert REQUEST_TIMEOUT_S <= time.monotonic() - started < REQUEST_TIMEOUT_S + 5
+    assert time.monotonic() - started >= REQUEST_TIMEOUT_S     # never cut shorter than configured
+    # Cut by the timeout, not run to its end: the request was aborted and its 400 tokens never all made.
     wait_for_aborts(short_timeout_server, aborts_before + 1)
+    finished_by_length = 'ocrserve_request_success_total{finish_reason="length"}'
+    assert short_timeout_server.metrics()[finished_by_length] == before[finished_by_length]
 
 
 def test_a_stream_past_the_request_timeout_ends_with_a_timeout_event(short_timeout_server):
@@ -119,15 +123,14 @@ def test_sigterm_aborts_an_in_flight_stream_and_exits_zero(short_timeout_server)
     reader.start()
     assert first_token.wait(60), server.stderr_text()
     assert server.child_pids() == []
-    signalled_at = time.monotonic()
-    exit_code = server.stop(signal.SIGTERM, timeout_s=60)
-    took_s = time.monotonic() - signalled_at
-    reader.join(10)
+    exit_code = server.stop(signal.SIGTERM, timeout_s=120)
+    reader.join(60)
     log = server.stderr_text()
     assert exit_code == 0, log
     assert "Traceback" not in log, log
-    assert took_s < SHUTDOWN_GRACE_S + 10
     assert not reader.is_alive()
+    # The grace period cut the stream: it ended well before its 400 tokens, instead of being waited for.
+    assert len(events) < LONG_STORY["max_tokens"]
     # The stream ended with an explicit "aborted" error event: not [DONE], not cut mid-chunk.
     assert json.loads(events[-1][len("data: "):])["error"]["code"] == "aborted", events[-3:]
     assert len(server.stdout_lines) == 1 and server.stdout_lines[0].startswith("ocrserve engine ready on ")

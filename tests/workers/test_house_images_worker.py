@@ -1,0 +1,57 @@
+"""A real Celery worker process (embedded broker) recognising page IMAGES with the house model on
+our engine (its own `engine.server` process, with a key), not Tesseract: every region `ok` and
+recognised, the text within a character error rate of the page's (house_pages.py)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import house_pages as pages
+from service_harness import REPO_ROOT, WorkerProcess, free_port, service_env, wait_for
+from workers.job_model import JobState, PageState
+from workers.job_service import JobService, Upload
+from workers.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+ENGINE_KEY = "house-worker-engine-key"
+
+
+@pytest.fixture(scope="module")
+def house_engine():
+    port = free_port()
+    log = tempfile.NamedTemporaryFile("w+", prefix="house-engine-", suffix=".log", delete=False)   # noqa: SIM115
+    process = subprocess.Popen([sys.executable, "-m", "engine.server", "--model", "house-ocr", "--host", "127.0.0.1",
+                                "--port", str(port), "--num-threads", "1", "--api-key", ENGINE_KEY],
+                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        ready = process.stdout.readline()
+        assert "ready" in ready, open(log.name).read()
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+
+
+def test_a_worker_reads_png_and_jpeg_pages_with_the_house_model(tmp_path, house_engine):
+    env = service_env(tmp_path, recognizer="house", engine_url=house_engine, engine_api_key=ENGINE_KEY,
+                      render_dpi=150, worker_concurrency=1)
+    worker = WorkerProcess(env, tmp_path / "worker.log").wait_ready()
+    try:
+        service = JobService(Settings(data_dir=tmp_path, render_dpi=150))
+        job = service.submit("tester", [Upload("report.png", pages.report_png()),
+                                        Upload("report-scan.jpg", pages.report_jpeg())], formats="json")
+        done = wait_for(lambda: (j := service.store.get_job(job.id)).state.is_final and j, 480, what="the job")
+    finally:
+        worker.stop()
+    assert done.state is JobState.DONE, (done.error, worker.log_text()[-3000:])
+    assert [page.state for page in done.pages] == [PageState.DONE, PageState.DONE]
+    data = json.loads(service.result_path(done, "json").read_text())
+    assert len(data["documents"]) == 2
+    for document in data["documents"]:
+        pages.assert_read_by_the_model({"documents": [document]})
