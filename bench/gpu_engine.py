@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
@@ -28,17 +29,8 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 from engine.sampling_params import SamplingParams  # noqa: E402
 
-QUESTIONS = [
-    "What is the capital of France?", "Write a haiku about autumn.", "Explain gravity simply.",
-    "List three prime numbers.", "Why is the sky blue?", "What does a compiler do?",
-    "Describe the smell of rain.", "Name a famous painter.", "How do bees make honey?",
-    "What is a black hole?", "Give me a pet turtle name.", "Summarise Hamlet in one line.",
-]
-
-
-def chat_ids(tok, text: str) -> list[int]:
-    out = tok.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True)
-    return list(out["input_ids"] if hasattr(out, "keys") else out)
+# The same questions and chat prompts as the CPU throughput bench, so the figures compare.
+from engine_throughput import QUESTIONS, chat_ids  # noqa: E402
 
 
 def sync(device: str) -> None:

@@ -25,6 +25,7 @@ from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
+from engine.spec import Drafter, ModelDrafter, NgramDrafter
 from engine.stop import StopChecker
 
 
@@ -93,6 +94,11 @@ class Engine:
         self._owner_ids = itertools.count(1)
         self._seed_rng = torch.Generator().manual_seed(config.seed)
         self._seed_lock = threading.Lock()  # make_request runs on caller threads (image requests: a worker)
+        # Speculative decoding (engine/spec/): the model's own drafts where it makes them, n-grams
+        # for the other greedy requests when asked for.
+        self.model_drafter = ModelDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
+        self.ngram_drafter = (NgramDrafter(config.ngram_tokens, config.ngram_min, config.ngram_max)
+                              if config.speculative_algorithm == "ngram" else None)
         self.num_steps = 0
         self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
         self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
@@ -156,6 +162,13 @@ class Engine:
         if (multimodal is not None and (self.config.speculative_tokens > 0 or rescore) and params.allows_draft
                 and hasattr(self.runner.model, "draft_tokens")):
             draft_ids = self.runner.model.draft_tokens(multimodal)
+        drafter: Drafter | None = None
+        if draft_ids is not None:
+            drafter = self.model_drafter          # None with speculative_tokens=0: rescoring only
+        elif self.ngram_drafter is not None and params.is_greedy:
+            # Any greedy request: verification replays a grammar's mask and penalties' counts
+            # position by position (`_choices_one_at_a_time`).
+            drafter = self.ngram_drafter
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.
@@ -177,6 +190,7 @@ class Engine:
             multimodal=multimodal,
             grammar_state=grammar_state,
             draft_ids=draft_ids,
+            drafter=drafter,
             rescore=rescore and draft_ids is not None,
         )
 
@@ -330,12 +344,27 @@ class Engine:
         the model's token too, so the output is exactly what decoding one token a step gives.
         K/V written for rejected drafted tokens is returned to the pool."""
         draft = req.spec_ids
-        choices = logits.argmax(dim=-1).tolist()
-        accepted: list[int] = []
-        for j, token in enumerate(choices):
-            accepted.append(token)
-            if j == len(draft) or token != draft[j]:
-                break
+        state = req.sampler_state
+        logprobs: list[TokenLogprobs | None]
+        rescore_log_probs: list[float] = []
+        if req.grammar_state is not None or state.uses_repetition_penalty or state.uses_count_penalties:
+            accepted, logprobs = self._choices_one_at_a_time(req, logits, draft)
+        else:
+            accepted = []
+            for j, token in enumerate(logits.argmax(dim=-1).tolist()):
+                accepted.append(token)
+                if j == len(draft) or token != draft[j]:
+                    break
+            logprobs = [None] * len(accepted)
+            if req.rescore or req.params.logprobs is not None:
+                # A plain greedy row's logprobs are what the sampler reports for it decoded alone, the
+                # log-softmax of its raw logits row in float32; only the forward pass that made the
+                # row differs.
+                rows = logits[:len(accepted)].float().log_softmax(-1)         # [accepted, vocab]
+                computed = token_logprobs(rows, accepted, [req.params.logprobs or 0] * len(accepted))
+                rescore_log_probs = [lp.logprob for lp in computed]
+                if req.params.logprobs is not None:
+                    logprobs = computed
         # the pending tokens (one, or the prompt's last chunk) + the drafted tokens that held
         keep = req.num_computed + req.num_pending + len(accepted) - 1
         extra = req.kv_slots[keep:]
@@ -350,21 +379,49 @@ class Engine:
         if self.metrics is not None:
             self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
         req.spec_ids = []
-        logprobs: list[TokenLogprobs | None] = [None] * len(accepted)
-        if req.rescore or req.params.logprobs is not None:
-            # A drafted request is plain greedy (`SamplingParams.allows_draft`): each kept token's
-            # logprobs are what the sampler reports for it decoded alone, the log-softmax of its
-            # raw logits row in float32; only the forward pass that made the row differs.
-            rows = logits[:len(accepted)].float().log_softmax(-1)         # [accepted, vocab]
-            computed = token_logprobs(rows, accepted, [req.params.logprobs or 0] * len(accepted))
-            if req.params.logprobs is not None:
-                logprobs = computed
         for j, token in enumerate(accepted):
-            if req.rescore:
-                req.output_log_probs.append(computed[j].logprob)
+            if req.rescore:    # before the token: a finishing token's rescoring reads them
+                req.output_log_probs.append(rescore_log_probs[j])
             self._append_token(req, token, logprobs[j], now)
             if req.finished:
                 break
+
+    def _choices_one_at_a_time(self, req: Request, logits: torch.Tensor,
+                               draft: list[int]) -> tuple[list[int], list[TokenLogprobs | None]]:
+        """Verification for a greedy request whose choice depends on the tokens before it (a
+        grammar's mask, penalties' counts): each position's row goes through the grammar and the
+        sampler exactly as in a one-token step, with the grammar and the penalties' counts
+        advanced past the drafted tokens kept before it (a copy of the counts; the grammar rolled
+        back after), so tokens and logprobs are those of decoding one token a step.
+        `_append_token` then records the kept tokens as for any other."""
+        from engine.grammar import apply_grammar
+
+        grammar = req.grammar_state
+        counts = req.sampler_state.clone()
+        accepted: list[int] = []
+        logprobs: list[TokenLogprobs | None] = []
+        advanced = 0
+        try:
+            for j in range(len(draft) + 1):
+                row = logits[j:j + 1].float().clone()
+                if grammar is not None:
+                    apply_grammar(row, [grammar])
+                (token,), (lp,) = self.sampler.sample(row, [counts])
+                accepted.append(token)
+                logprobs.append(lp)
+                if j == len(draft) or token != draft[j]:
+                    break
+                counts.append(token)
+                if grammar is not None:
+                    ok = grammar.accept(token)
+                    assert ok, "the grammar mask admitted a token its matcher rejects"
+                    advanced += 1
+                    if grammar.is_terminated():   # a stop token the grammar took: nothing follows it
+                        break
+        finally:
+            if grammar is not None:
+                grammar.rollback(advanced)
+        return accepted, logprobs
 
     def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
         req.output_ids.append(token_id)

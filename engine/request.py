@@ -53,6 +53,7 @@ class Request:
     | draft_ids      | the model's draft of the whole output (house-ocr: its CTC      |
     |                | reading + EOS), or None; `spec_ids` are the drafted tokens the |
     |                | current step verifies                                          |
+    | drafter        | what proposes them (engine/spec/): the model's draft, n-grams  |
     | rescore        | the model may replace the finished greedy output with its      |
     |                | draft (house-ocr's CTC rescoring): nothing is handed back      |
     |                | until the request finishes                                     |
@@ -70,6 +71,7 @@ class Request:
     arrival_time: float = field(default_factory=time.monotonic)
     multimodal: MultimodalInputs | None = None
     draft_ids: list[int] | None = None
+    drafter: object | None = None  # engine.spec.Drafter proposing this request's drafts; None: none
     rescore: bool = False          # hold the output until finished, then let the model rescore it
     output_log_probs: list[float] = field(default_factory=list)   # rescore: log P of each output token
 

@@ -126,10 +126,12 @@ class Scheduler:
 
     def _draft(self, req: Request, budget: int) -> list[int]:
         """Drafted tokens to verify after the request's pending ones this step (none without a draft)."""
-        if not req.draft_ids:
+        drafter = req.drafter
+        if drafter is None:
             return []
         room = req.max_output_len - len(req.output_ids) - 1
-        return req.propose(min(self.config.speculative_tokens, budget, room))
+        k = min(drafter.num_tokens, budget, room)
+        return drafter.propose(req, k) if k > 0 else []
 
     def _append(self, batch: ScheduledBatch, req: Request, n: int, sample: bool | None = None) -> None:
         batch.requests.append(req)
@@ -175,11 +177,14 @@ class Scheduler:
         """Hand the request's computed K/V to the radix cache (or the pool)."""
         assert req.kv_slots.numel() >= req.num_computed
         if self.cache is not None:
-            computed = req.kv_slots[: req.num_computed]
-            if req.num_computed > req.num_locked:
-                self.cache.insert(req.cache_key_ids[: req.num_computed], computed, req.owner_id, req.tenant)
+            # A request that stopped inside a verified draft (a stop string, EOS, max_tokens) has K/V
+            # for drafted tokens its output never took: that K/V is spare, not cacheable.
+            num_kept = min(req.num_computed, len(req.cache_key_ids))
+            computed = req.kv_slots[:num_kept]
+            if num_kept > req.num_locked:
+                self.cache.insert(req.cache_key_ids[:num_kept], computed, req.owner_id, req.tenant)
             self.cache.unlock(req.cache_node)
-            spare = req.kv_slots[req.num_computed:]  # allocated for a step that never ran
+            spare = req.kv_slots[num_kept:]  # allocated for a step that never ran, or past the output
         else:
             spare = req.kv_slots
         if spare.numel():

@@ -61,6 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-running-requests", type=positive_int, default=64)
     parser.add_argument("--speculative-tokens", type=int, default=32,
                         help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
+    parser.add_argument("--speculative-algorithm", type=str.lower, choices=("auto", "none", "ngram"), default="auto",
+                        help="drafts for the other greedy requests: ngram (prompt lookup, any model: extraction "
+                             "copies its values out of the prompt); auto/none: only a model's own drafts")
+    parser.add_argument("--speculative-num-draft-tokens", type=positive_int, default=4,
+                        help="n-gram drafts: the most tokens drafted per request and step (default 4)")
+    parser.add_argument("--speculative-ngram-min", type=positive_int, default=2,
+                        help="n-gram drafts: the shortest tail of the output matched in the prompt (default 2)")
+    parser.add_argument("--speculative-ngram-max", type=positive_int, default=4,
+                        help="n-gram drafts: the longest tail matched, tried first (default 4)")
     parser.add_argument("--no-ctc-rescoring", action="store_true",
                         help="house-ocr: plain greedy tokens, without keeping the CTC reading where it scores higher")
     parser.add_argument("--schedule-policy", choices=("fcfs", "lpm"), default="fcfs")
@@ -133,7 +142,9 @@ def engine_config_from_args(args: argparse.Namespace):
         model=args.model, kv_tokens=args.kv_tokens, kv_memory_bytes=args.kv_memory,
         context_length=args.context_length, max_prefill_tokens=args.max_prefill_tokens,
         max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
-        speculative_tokens=args.speculative_tokens,
+        speculative_tokens=args.speculative_tokens, speculative_algorithm=args.speculative_algorithm,
+        ngram_tokens=args.speculative_num_draft_tokens, ngram_min=args.speculative_ngram_min,
+        ngram_max=args.speculative_ngram_max,
         ctc_rescoring=not args.no_ctc_rescoring,
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,

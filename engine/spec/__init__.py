@@ -1,0 +1,32 @@
+"""Speculative decoding: drafters propose tokens, the step's forward pass verifies them.
+
+A drafter proposes up to `num_tokens` tokens to follow a request's output so far
+(`propose(req, k)`); the scheduler asks for them when it schedules the request
+(`Scheduler._draft`), the model runner runs them with the request's pending token
+in one forward pass, and `Engine._verify_draft` keeps the longest run the model's
+own choices agree with, plus the model's token at the first disagreement, so the
+output is exactly what decoding one token a step gives. The K/V written for
+rejected tokens goes back to the pool at once.
+
+Drafters:
+- `ModelDrafter`: the model's own draft of the whole output, made when the
+  request is built (house-ocr: its CTC reading of the line), realigned to the
+  output so far (`Request.propose`).
+- `NgramDrafter` (prompt lookup): the tokens that followed the latest earlier
+  occurrence of the output's last n tokens, in the prompt and the output so far.
+  For any model; made for extraction and transcription, where the output copies
+  spans of the prompt.
+
+Which requests take drafts: the model's own, greedy requests without penalties
+or grammar (`SamplingParams.allows_draft`: rescoring compares raw scores);
+n-grams, every greedy request. A request whose choice at a position depends on
+the tokens before it (a grammar's mask, penalties' counts) is verified position
+by position through the grammar and the sampler, advanced past the drafted
+tokens kept so far (`Engine._choices_one_at_a_time`), so its tokens and logprobs
+are those of one token a step.
+"""
+from __future__ import annotations
+
+from engine.spec.drafters import Drafter, ModelDrafter, NgramDrafter, propose_ngram
+
+__all__ = ["Drafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]

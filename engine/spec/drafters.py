@@ -1,0 +1,71 @@
+"""The drafters behind one interface (see the package docstring)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.request import Request
+
+
+class Drafter(ABC):
+    """Proposes tokens to follow a request's output; stateless across requests."""
+
+    name: str = ""
+
+    def __init__(self, num_tokens: int):
+        if num_tokens < 1:
+            raise ValueError(f"a drafter proposes at least one token, got num_tokens={num_tokens}")
+        self.num_tokens = num_tokens     # the most it proposes in one step
+
+    @abstractmethod
+    def propose(self, req: Request, k: int) -> list[int]:
+        """Up to `k` (<= num_tokens) tokens to verify after the request's pending one."""
+
+
+class ModelDrafter(Drafter):
+    """The model's own draft of the whole output (`Request.draft_ids`, house-ocr's CTC reading)."""
+
+    name = "model"
+
+    def propose(self, req: Request, k: int) -> list[int]:
+        return req.propose(k)
+
+
+class NgramDrafter(Drafter):
+    """Prompt lookup: match the last `max_n` .. `min_n` tokens of prompt + output earlier in them."""
+
+    name = "ngram"
+
+    def __init__(self, num_tokens: int, min_n: int = 2, max_n: int = 4):
+        super().__init__(num_tokens)
+        if not 1 <= min_n <= max_n:
+            raise ValueError(f"n-gram sizes need 1 <= min <= max, got {min_n} and {max_n}")
+        self.min_n, self.max_n = min_n, max_n
+
+    def propose(self, req: Request, k: int) -> list[int]:
+        return propose_ngram(req.prompt_ids + req.output_ids, k, self.min_n, self.max_n)
+
+
+def propose_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
+    """The up-to-`k` tokens that followed the latest earlier occurrence of the longest suffix of
+    `tokens` (of `max_n` down to `min_n` tokens) that occurs earlier; [] when none does.
+
+    The latest occurrence, because in a document being copied the nearest earlier context is the
+    likeliest to continue the same way; the longest suffix first, because a longer match is less
+    often a coincidence. Linear in len(tokens) per size tried."""
+    total = len(tokens)
+    if k <= 0 or total < min_n + 1:
+        return []
+    tokens = list(tokens)
+    for n in range(min(max_n, total - 1), min_n - 1, -1):
+        suffix = tokens[total - n:]
+        first = suffix[0]
+        # latest start s < total - n with tokens[s:s+n] == suffix and a token after it
+        for start in range(total - n - 1, -1, -1):
+            if tokens[start] == first and tokens[start:start + n] == suffix:
+                follow = tokens[start + n:start + n + k]
+                if follow:
+                    return follow
+    return []
