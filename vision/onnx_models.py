@@ -9,11 +9,12 @@ is ever downloaded.
 | kept here                                   | how                                       |
 |---------------------------------------------|-------------------------------------------|
 | each model is loaded once per process       | sessions cached under a lock              |
-| no session crosses a fork (Celery prefork)  | the cache is dropped in a forked child    |
+| no session crosses a fork (Celery prefork)  | the cache is dropped in a forked child, its sessions kept, never destroyed |
 | onnxruntime uses the cores it is given      | intra-op threads set per session          |
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import threading
@@ -68,8 +69,15 @@ _sessions: dict[tuple[str, int], onnxruntime.InferenceSession] = {}
 def _forget_sessions_after_fork() -> None:
     # A forked child (Celery prefork) inherits the parent's sessions, whose thread
     # pools did not survive the fork, and possibly a lock some parent thread held.
+    # It makes its own. The inherited ones must never be destroyed: a session's
+    # destructor joins its intra-op threads, which do not exist in the child, so it
+    # waits for ever (seen: a forked worker hung in `_sessions.clear()` whenever the
+    # dict held the last reference). So each keeps a reference no one will drop, for
+    # the life of the process (its weights stay shared copy-on-write with the parent).
     global _lock
     _lock = threading.Lock()
+    for session in _sessions.values():
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(session))
     _sessions.clear()
 
 

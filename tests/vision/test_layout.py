@@ -46,10 +46,10 @@ def test_model_is_loaded_once_per_process_and_thread_count():
         get_session(LAYOUT_CDLA, 0)
 
 
-# Run in a fresh interpreter, as a Celery prefork master is: forking the pytest
-# process itself would copy whatever locks its other threads (servers' readers,
-# thread pools left by earlier tests) hold at that instant, and hang the child
-# for reasons that are the test run's, not vision's.
+# The parent uses the model, then forks, as a Celery master that had loaded it would. A child
+# that destroyed its inherited session hung for ever (the destructor joins threads that did not
+# survive the fork) whenever the session cache held the last reference: about one run in three
+# under load. Run in a fresh interpreter, so the pytest process's own threads play no part.
 _FORKED_CHILD_SCRIPT = """
 import json, multiprocessing, sys
 import numpy as np
