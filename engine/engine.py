@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import threading
 import time
@@ -25,8 +26,12 @@ from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
-from engine.spec import Drafter, ModelDrafter, NgramDrafter
+from engine.spec import Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
 from engine.stop import StopChecker
+
+
+# The most tokens of a grammar's forced text drafted in one step (a JSON key with its quotes and colon).
+GRAMMAR_DRAFT_TOKENS = 12
 
 
 class EngineStartupError(RuntimeError):
@@ -99,6 +104,9 @@ class Engine:
         self.model_drafter = ModelDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
         self.ngram_drafter = (NgramDrafter(config.ngram_tokens, config.ngram_min, config.ngram_max)
                               if config.speculative_algorithm == "ngram" else None)
+        # constrained requests: the grammar's forced text first (up to a JSON key and its quotes)
+        self.grammar_drafter = (GrammarDrafter(max(config.ngram_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
+                                               self.ngram_drafter) if self.ngram_drafter is not None else None)
         self.num_steps = 0
         self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
         self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
@@ -116,6 +124,23 @@ class Engine:
     @property
     def supports_images(self) -> bool:
         return self.multimodal is not None
+
+    def _draft_encoder(self):
+        """text -> token ids on the engine's own thread, for drafts: a private copy of the fast
+        tokenizer (prompts are tokenised on another thread with the shared one, and a Rust
+        tokenizer used from two threads can refuse: "Already borrowed"), memoised, since a
+        schema's forced texts repeat from request to request."""
+        backend = getattr(self.tokenizer, "_tokenizer", None)
+        if backend is not None:
+            from tokenizers import Tokenizer
+
+            private = Tokenizer.from_str(backend.to_str())
+
+            def encode(text: str) -> list[int]:
+                return private.encode(text, add_special_tokens=False).ids
+        else:
+            encode = self.tokenize
+        return functools.lru_cache(maxsize=4096)(lambda text: tuple(encode(text)))
 
     # -- admission -------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -168,7 +193,7 @@ class Engine:
         elif self.ngram_drafter is not None and params.is_greedy:
             # Any greedy request: verification replays a grammar's mask and penalties' counts
             # position by position (`_choices_one_at_a_time`).
-            drafter = self.ngram_drafter
+            drafter = self.ngram_drafter if params.grammar is None else self.grammar_drafter
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.

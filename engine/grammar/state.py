@@ -72,6 +72,13 @@ class GrammarState:
             self._matcher.rollback(num_tokens)
             self.num_accepted -= num_tokens
 
+    def jump_forward_string(self) -> str:
+        """The text the grammar allows next and nothing else ('' where it has a choice): a draft
+        that costs no model call (speculative decoding's grammar drafter)."""
+        if self._matcher.is_terminated():
+            return ""
+        return self._matcher.find_jump_forward_string()
+
     def is_terminated(self) -> bool:
         """A stop token was accepted after a complete match: generation is over."""
         return self._matcher.is_terminated()

@@ -16,6 +16,10 @@ Drafters:
   occurrence of the output's last n tokens, in the prompt and the output so far.
   For any model; made for extraction and transcription, where the output copies
   spans of the prompt.
+- `GrammarDrafter` (jump-forward): where a request's grammar allows one
+  continuation only (JSON keys and punctuation fixed by the schema), that text,
+  tokenised; n-grams elsewhere. With `--speculative-algorithm ngram` the engine
+  drafts with it, so constrained requests get both.
 
 Which requests take drafts: the model's own, greedy requests without penalties
 or grammar (`SamplingParams.allows_draft`: rescoring compares raw scores);
@@ -27,6 +31,6 @@ are those of one token a step.
 """
 from __future__ import annotations
 
-from engine.spec.drafters import Drafter, ModelDrafter, NgramDrafter, propose_ngram
+from engine.spec.drafters import Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, propose_ngram
 
-__all__ = ["Drafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]
+__all__ = ["Drafter", "GrammarDrafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,6 +46,32 @@ class NgramDrafter(Drafter):
 
     def propose(self, req: Request, k: int) -> list[int]:
         return propose_ngram(req.prompt_ids + req.output_ids, k, self.min_n, self.max_n)
+
+
+class GrammarDrafter(Drafter):
+    """Jump-forward: where a request's grammar allows one continuation only (a JSON object's next
+    key and its punctuation, the rest of an enum value), that text, tokenised, is the draft; the
+    model verifies it like any other, so a tokenisation it would not choose costs one rejected
+    token, never a different output. Elsewhere, and for requests without a grammar, `fallback`."""
+
+    name = "grammar"
+
+    def __init__(self, num_tokens: int, encode: Callable[[str], Sequence[int]], fallback: Drafter | None = None):
+        super().__init__(num_tokens)
+        self.encode = encode
+        self.fallback = fallback
+
+    def propose(self, req: Request, k: int) -> list[int]:
+        grammar = req.grammar_state
+        if grammar is not None:
+            forced = grammar.jump_forward_string()
+            if forced:
+                ids = list(self.encode(forced)[:k])
+                if ids:
+                    return ids
+        if self.fallback is None:
+            return []
+        return self.fallback.propose(req, min(k, self.fallback.num_tokens))
 
 
 def propose_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:

@@ -139,5 +139,19 @@ def test_only_greedy_requests_take_ngram_drafts(engines):
     for params in (SamplingParams(temperature=0, max_tokens=8),
                    SamplingParams(temperature=0, repetition_penalty=1.2, max_tokens=8),
                    SamplingParams(temperature=0, max_tokens=8, logprobs=1, grammar=GrammarSpec(regex="[A-Z]+"))):
-        assert drafted.make_request(prompt, params).drafter is drafted.ngram_drafter
+        expected = drafted.ngram_drafter if params.grammar is None else drafted.grammar_drafter
+        assert drafted.make_request(prompt, params).drafter is expected
     assert plain.make_request(prompt, SamplingParams(temperature=0, max_tokens=8)).drafter is None
+
+
+def test_grammar_requests_draft_the_forced_text_first(engines):
+    """Jump-forward: at the start of a schema's object the only continuation is its first key."""
+    _, drafted = engines
+    prompt = chat(drafted.tokenizer, "Extract: " + TEXT)
+    req = drafted.make_request(prompt, SamplingParams(temperature=0, max_tokens=8,
+                                                      grammar=GrammarSpec(json_schema=json.dumps(SCHEMA))))
+    assert req.drafter is drafted.grammar_drafter
+    forced = req.grammar_state.jump_forward_string()
+    assert forced.startswith('{') and '"invoice_number"' in forced
+    draft = req.drafter.propose(req, 12)
+    assert drafted.tokenizer.decode(draft) == forced[:len(drafted.tokenizer.decode(draft))] and draft
