@@ -115,8 +115,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
               tally: Tally) -> int | None:
     from tqdm import tqdm
 
-    from app.local_services import (ServiceStartError, child_env, free_loopback_port, start_engine, start_worker,
-                                    with_engine_keys)
+    from app.local_services import (EXTRACTION_ENGINE_ARGS, ServiceStartError, child_env, free_loopback_port,
+                                    start_engine, start_worker, with_engine_keys)
     from vision.limits import InputError
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.job_service import JobService, Upload
@@ -143,7 +143,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
         if extraction is not None and starts_own_extraction_engine(settings):
             endpoint = ExtractionEndpoint.from_settings(settings)
             engine, extraction_url = start_engine(settings, child_env(settings), 0, tmp / "extraction-engine.log",
-                                                  model=endpoint.model, api_key=endpoint.api_key)
+                                                  extra_args=EXTRACTION_ENGINE_ARGS, model=endpoint.model,
+                                                  api_key=endpoint.api_key)
             children.append(engine)
             settings = settings.model_copy(update={"extraction_url": extraction_url})
         service = JobService(settings)

@@ -41,7 +41,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.local_services import ServiceStartError, child_env, start_engine, start_worker, with_engine_keys
+    from app.local_services import (EXTRACTION_ENGINE_ARGS, ServiceStartError, child_env, start_engine, start_worker,
+                                    with_engine_keys)
     from app.main import create_app
     from workers.data_dir import DataDir
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
@@ -70,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"ocrserve serve: starting the extraction engine ({endpoint.model})", file=sys.stderr)
             extraction_engine, extraction_url = start_engine(
                 settings, child_env(settings), settings.extraction_port, data_dir.root / "extraction-engine.log",
-                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS)), model=endpoint.model,
+                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS), model=endpoint.model,
                 api_key=endpoint.api_key)
             children.append(extraction_engine)
             overrides["extraction_url"] = extraction_url
