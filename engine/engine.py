@@ -27,6 +27,7 @@ from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
 from engine.spec import Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
+from engine.spec.verify import verify
 from engine.stop import StopChecker
 
 
@@ -364,32 +365,11 @@ class Engine:
         req.pending_text, req.pending_token_ids, req.pending_logprobs = text, list(chosen), logprobs
 
     def _verify_draft(self, req: Request, logits: torch.Tensor, now: float) -> None:
-        """Greedy verification: the model's own choice at each position, kept while it agrees
-        with the draft; the first disagreement (or the token after a fully accepted draft) is
-        the model's token too, so the output is exactly what decoding one token a step gives.
-        K/V written for rejected drafted tokens is returned to the pool."""
+        """Apply the verdict on the request's drafted tokens (engine/spec/verify.py): K/V written for
+        rejected drafted tokens goes back to the pool, the kept tokens are appended one by one."""
         draft = req.spec_ids
-        state = req.sampler_state
-        logprobs: list[TokenLogprobs | None]
-        rescore_log_probs: list[float] = []
-        if req.grammar_state is not None or state.uses_repetition_penalty or state.uses_count_penalties:
-            accepted, logprobs = self._choices_one_at_a_time(req, logits, draft)
-        else:
-            accepted = []
-            for j, token in enumerate(logits.argmax(dim=-1).tolist()):
-                accepted.append(token)
-                if j == len(draft) or token != draft[j]:
-                    break
-            logprobs = [None] * len(accepted)
-            if req.rescore or req.params.logprobs is not None:
-                # A plain greedy row's logprobs are what the sampler reports for it decoded alone, the
-                # log-softmax of its raw logits row in float32; only the forward pass that made the
-                # row differs.
-                rows = logits[:len(accepted)].float().log_softmax(-1)         # [accepted, vocab]
-                computed = token_logprobs(rows, accepted, [req.params.logprobs or 0] * len(accepted))
-                rescore_log_probs = [lp.logprob for lp in computed]
-                if req.params.logprobs is not None:
-                    logprobs = computed
+        verdict = verify(req, logits, self.sampler)
+        accepted = verdict.tokens
         # the pending tokens (one, or the prompt's last chunk) + the drafted tokens that held
         keep = req.num_computed + req.num_pending + len(accepted) - 1
         extra = req.kv_slots[keep:]
@@ -406,47 +386,10 @@ class Engine:
         req.spec_ids = []
         for j, token in enumerate(accepted):
             if req.rescore:    # before the token: a finishing token's rescoring reads them
-                req.output_log_probs.append(rescore_log_probs[j])
-            self._append_token(req, token, logprobs[j], now)
+                req.output_log_probs.append(verdict.rescore_log_probs[j])
+            self._append_token(req, token, verdict.logprobs[j], now)
             if req.finished:
                 break
-
-    def _choices_one_at_a_time(self, req: Request, logits: torch.Tensor,
-                               draft: list[int]) -> tuple[list[int], list[TokenLogprobs | None]]:
-        """Verification for a greedy request whose choice depends on the tokens before it (a
-        grammar's mask, penalties' counts): each position's row goes through the grammar and the
-        sampler exactly as in a one-token step, with the grammar and the penalties' counts
-        advanced past the drafted tokens kept before it (a copy of the counts; the grammar rolled
-        back after), so tokens and logprobs are those of decoding one token a step.
-        `_append_token` then records the kept tokens as for any other."""
-        from engine.grammar import apply_grammar
-
-        grammar = req.grammar_state
-        counts = req.sampler_state.clone()
-        accepted: list[int] = []
-        logprobs: list[TokenLogprobs | None] = []
-        advanced = 0
-        try:
-            for j in range(len(draft) + 1):
-                row = logits[j:j + 1].float().clone()
-                if grammar is not None:
-                    apply_grammar(row, [grammar])
-                (token,), (lp,) = self.sampler.sample(row, [counts])
-                accepted.append(token)
-                logprobs.append(lp)
-                if j == len(draft) or token != draft[j]:
-                    break
-                counts.append(token)
-                if grammar is not None:
-                    ok = grammar.accept(token)
-                    assert ok, "the grammar mask admitted a token its matcher rejects"
-                    advanced += 1
-                    if grammar.is_terminated():   # a stop token the grammar took: nothing follows it
-                        break
-        finally:
-            if grammar is not None:
-                grammar.rollback(advanced)
-        return accepted, logprobs
 
     def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
         req.output_ids.append(token_id)

@@ -3,7 +3,7 @@
 A drafter proposes up to `num_tokens` tokens to follow a request's output so far
 (`propose(req, k)`); the scheduler asks for them when it schedules the request
 (`Scheduler._draft`), the model runner runs them with the request's pending token
-in one forward pass, and `Engine._verify_draft` keeps the longest run the model's
+in one forward pass, and `verify.py` keeps the longest run the model's
 own choices agree with, plus the model's token at the first disagreement, so the
 output is exactly what decoding one token a step gives. The K/V written for
 rejected tokens goes back to the pool at once.
@@ -26,7 +26,7 @@ or grammar (`SamplingParams.allows_draft`: rescoring compares raw scores);
 n-grams, every greedy request. A request whose choice at a position depends on
 the tokens before it (a grammar's mask, penalties' counts) is verified position
 by position through the grammar and the sampler, advanced past the drafted
-tokens kept so far (`Engine._choices_one_at_a_time`), so its tokens and logprobs
+tokens kept so far (`verify.py`), so its tokens and logprobs
 are those of one token a step.
 """
 from __future__ import annotations

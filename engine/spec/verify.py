@@ -1,0 +1,90 @@
+"""Verifying a request's drafted tokens against the rows of the step's forward pass.
+
+The rule: greedy, exactly as one token a step. At each position the model's own choice is
+taken; it is kept while it agrees with the draft, and the first disagreement (or the token
+after a fully accepted draft) is the model's token too. So a request's output with drafts is
+token for token its output without them; drafts change only how many steps it takes.
+
+Two paths give that choice:
+- plain greedy rows (no grammar, no penalties): the argmax of each raw row, and, where the
+  request asks for logprobs or is rescored, the log-softmax of the same rows, which is what
+  the sampler reports for a greedy row decoded alone;
+- a request whose choice depends on the tokens before it (a grammar's mask, penalties'
+  counts): each row goes through the grammar and the sampler as in a one-token step, with the
+  grammar and a copy of the penalties' counts advanced past the drafted tokens kept before it
+  (the grammar is rolled back after: the engine's append records the kept tokens as for any
+  other).
+
+The engine applies the verdict (`Engine._verify_draft`): it frees the K/V of rejected drafted
+tokens, counts, and appends the kept tokens one by one, stopping where the request finishes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from engine.sampler import Sampler, TokenLogprobs, token_logprobs
+
+if TYPE_CHECKING:
+    from engine.request import Request
+
+
+@dataclass
+class Verdict:
+    tokens: list[int]                       # the drafted tokens kept, then the model's own next token
+    logprobs: list[TokenLogprobs | None]    # per token, as the request asked for them (None: not asked)
+    rescore_log_probs: list[float] = field(default_factory=list)   # rescored requests: log P per token
+
+
+def verify(req: Request, logits: torch.Tensor, sampler: Sampler) -> Verdict:
+    """`logits`: [1 + len(req.spec_ids), vocab], the rows after the pending token and each drafted one."""
+    draft = req.spec_ids
+    state = req.sampler_state
+    if req.grammar_state is not None or state.uses_repetition_penalty or state.uses_count_penalties:
+        return _one_at_a_time(req, logits, draft, sampler)
+    tokens: list[int] = []
+    for j, token in enumerate(logits.argmax(dim=-1).tolist()):
+        tokens.append(token)
+        if j == len(draft) or token != draft[j]:
+            break
+    verdict = Verdict(tokens, [None] * len(tokens))
+    if req.rescore or req.params.logprobs is not None:
+        rows = logits[:len(tokens)].float().log_softmax(-1)                 # [kept + 1, vocab]
+        computed = token_logprobs(rows, tokens, [req.params.logprobs or 0] * len(tokens))
+        verdict.rescore_log_probs = [lp.logprob for lp in computed]
+        if req.params.logprobs is not None:
+            verdict.logprobs = computed
+    return verdict
+
+
+def _one_at_a_time(req: Request, logits: torch.Tensor, draft: list[int], sampler: Sampler) -> Verdict:
+    from engine.grammar import apply_grammar
+
+    grammar = req.grammar_state
+    counts = req.sampler_state.clone()
+    tokens: list[int] = []
+    logprobs: list[TokenLogprobs | None] = []
+    advanced = 0
+    try:
+        for j in range(len(draft) + 1):
+            row = logits[j:j + 1].float().clone()
+            if grammar is not None:
+                apply_grammar(row, [grammar])
+            (token,), (lp,) = sampler.sample(row, [counts])
+            tokens.append(token)
+            logprobs.append(lp)
+            if j == len(draft) or token != draft[j]:
+                break
+            counts.append(token)
+            if grammar is not None:
+                ok = grammar.accept(token)
+                assert ok, "the grammar mask admitted a token its matcher rejects"
+                advanced += 1
+                if grammar.is_terminated():   # a stop token the grammar took: nothing follows it
+                    break
+    finally:
+        if grammar is not None:
+            grammar.rollback(advanced)
+    return Verdict(tokens, logprobs)
