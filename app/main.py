@@ -10,6 +10,8 @@ whose DNS name is rebound to 127.0.0.1 then cannot drive a no-key local API.
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +27,7 @@ from app.schemas_registry import router as schemas_router
 from app.web_ui import mount_web_ui
 from vision.limits import DocumentTooLargeError
 from workers.job_service import JobService
+from workers.service_status import ServiceStatus, check_services
 from workers.settings import Settings
 
 VERSION = "0.1.0"
@@ -51,9 +54,13 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     app.include_router(pages_router)
     mount_web_ui(app)
 
-    @app.get("/health", tags=["service"], summary="Liveness probe (no key needed)")
+    health_cache = HealthCache(app.state.context.jobs)
+
+    @app.get("/health", tags=["service"], summary="The API, its job store, broker and workers (no key needed)")
     def health() -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        # 200 whenever the API answers (docker's liveness check); `status` says whether the job store
+        # and the broker do too. Worker names are for `ocrserve status`, not for anyone who asks.
+        return JSONResponse(health_cache.get().to_dict())
 
     max_body = settings.max_upload_bytes * settings.max_files_per_job + MULTIPART_OVERHEAD_BYTES
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
@@ -62,6 +69,24 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
         if allowed is not None:
             app.add_middleware(HostCheck, allowed=allowed)
     return app
+
+
+class HealthCache:
+    """The last `check_services` result, at most `max_age_s` old: a probe every second (the web page,
+    load balancers) costs one check per interval, each bounded by its own timeout. Runs in the
+    thread pool FastAPI gives plain `def` routes, never on the event loop."""
+
+    def __init__(self, jobs: JobService, max_age_s: float = 5.0):
+        self.jobs = jobs
+        self.max_age_s = max_age_s
+        self._last: ServiceStatus | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> ServiceStatus:
+        with self._lock:
+            if self._last is None or time.time() - self._last.checked_at > self.max_age_s:
+                self._last = check_services(self.jobs)
+            return self._last
 
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

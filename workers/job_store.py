@@ -114,6 +114,11 @@ class JobStore:
                                pages_failed=row["pages_failed"], finished_at=row["finished_at"], error=row["error"])
                     for row in rows]
 
+    def num_active_jobs(self) -> int:
+        """Jobs queued or running (a health check's query: it also shows the store answers)."""
+        with self._connect() as db:
+            return db.execute(f"SELECT count(*) FROM jobs WHERE state NOT IN {_FINAL_JOB}").fetchone()[0]
+
     def job_ids_in_state(self, state: JobState) -> list[str]:
         with self._connect() as db:
             rows = db.execute("SELECT id FROM jobs WHERE state = ? ORDER BY created_at", (state.value,)).fetchall()

@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str] = {
     "worker": "a Celery worker running the document pipeline",
     "run": "OCR files and folders to Markdown/JSON/text/PDF, no server needed",
     "keys": "manage API keys (add NAME prints the key once; list; remove NAME)",
+    "status": "the job store, the broker and the workers (as GET /health, with worker names)",
 }
 
 

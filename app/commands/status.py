@@ -1,0 +1,60 @@
+"""`ocrserve status`: the job store, the broker and the workers, as `GET /health` reports them
+(plus the workers' names), from the settings this machine's services read (OCRSERVE_*).
+
+Exit code 0 when the job store and the broker answer, 1 when either does not. `--json`
+prints the report as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from workers.settings import Settings
+
+SUMMARY = "report the job store, the broker and the workers (as GET /health, with worker names)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--timeout", type=float, default=2.0, help="seconds each check may take (default 2)")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("status", help=SUMMARY, description=SUMMARY)
+    configure(parser)
+    parser.set_defaults(handler=main)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    from workers.job_service import JobService
+    from workers.service_status import check_services
+
+    if args.timeout <= 0:
+        raise SystemExit("ocrserve status: --timeout must be positive")
+    status = check_services(JobService(Settings()), timeout_s=args.timeout)
+    report = status.to_dict(with_worker_names=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"status:    {report['status']}")
+        print(f"database:  {_line(report['database'], 'jobs_active', 'jobs queued or running')}")
+        print(f"broker:    {_line(report['broker'])}")
+        workers = report["workers"]
+        if workers.get("count") is None:
+            print(f"workers:   unknown ({workers.get('detail', '')})")
+        else:
+            print(f"workers:   {workers['count']}" + (f" ({', '.join(workers['names'])})" if workers["names"] else ""))
+    return 0 if status.ok else 1
+
+
+def _line(check: dict, count_key: str | None = None, count_label: str = "") -> str:
+    state = "ok" if check["ok"] else f"DOWN: {check.get('detail', '')}"
+    extra = f", {check[count_key]} {count_label}" if count_key and check.get(count_key) is not None else ""
+    return f"{check.get('kind', '')} {state}{extra}".strip()
+
+
+if __name__ == "__main__":
+    from app.commands import run_as_script
+
+    run_as_script("status")

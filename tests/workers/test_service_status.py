@@ -1,0 +1,55 @@
+"""`GET /health` and `ocrserve status` on real services: the job store, a real Redis broker and a
+real Celery worker process; Redis stopped, the report says so (the API still answers)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from service_harness import REPO_ROOT, RedisServer, WorkerProcess, service_env
+from workers.settings import Settings
+
+
+def _status(env: dict[str, str]) -> tuple[int, dict]:
+    done = subprocess.run([sys.executable, "-m", "app.commands.status", "--json"], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_health_and_status_report_the_store_the_broker_and_the_workers(tmp_path):
+    redis = RedisServer(tmp_path)
+    try:
+        env = service_env(tmp_path / "data", redis.url, worker_concurrency=1)
+        worker = WorkerProcess(env, tmp_path / "worker.log").wait_ready()
+        try:
+            code, report = _status(env)
+            assert code == 0, report
+            assert report["status"] == "ok"
+            assert report["database"] == {"ok": True, "kind": "sqlite", "jobs_active": 0}
+            assert report["broker"] == {"ok": True, "kind": "redis"}
+            assert report["workers"]["count"] == 1 and report["workers"]["names"][0].startswith("ocrserve@")
+
+            settings = Settings(data_dir=tmp_path / "data", broker_url=redis.url)
+            health = TestClient(create_app(settings)).get("/health")
+            assert health.status_code == 200
+            body = health.json()
+            assert body["status"] == "ok" and body["workers"] == {"count": 1}   # no names to anyone who asks
+        finally:
+            worker.stop()
+    finally:
+        redis.stop()
+    code, report = _status(env)
+    assert code == 1 and report["status"] == "degraded"
+    assert report["broker"]["ok"] is False and "connecting" in report["broker"]["detail"].lower()
+    assert report["database"]["ok"] is True and report["workers"]["count"] is None
+    health = TestClient(create_app(Settings(data_dir=tmp_path / "data", broker_url=redis.url))).get("/health")
+    assert health.status_code == 200 and health.json()["status"] == "degraded"
+
+
+def test_the_embedded_broker_reports_workers_as_unknown(tmp_path):
+    code, report = _status(service_env(tmp_path / "data"))
+    assert code == 0 and report["broker"] == {"ok": True, "kind": "embedded"}
+    assert report["workers"]["count"] is None and "embedded" in report["workers"]["detail"]

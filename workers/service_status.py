@@ -1,0 +1,82 @@
+"""What `GET /health` and `ocrserve status` report: the job store, the broker, the workers.
+
+- database: the job store answers a query (and how many jobs are queued or running);
+- broker: a connection to it opens (Redis, or the embedded SQLite broker);
+- workers: the Celery workers that answer a ping on the broker within the timeout. The
+  embedded broker carries no broadcast (kombu's SQLAlchemy transport has no fanout), so
+  there the workers are not known; `serve` and `run` start their own.
+
+Each check is bounded by `timeout_s` and never raises: a failure is reported, with its
+reason, as `ok: false`. `status` is "ok" when the job store and the broker answer, else
+"degraded" (the API itself is up: it answered).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from workers.job_service import JobService
+
+DEFAULT_TIMEOUT_S = 2.0
+
+
+@dataclass
+class ServiceStatus:
+    database: dict[str, Any]
+    broker: dict[str, Any]
+    workers: dict[str, Any]
+    worker_names: list[str] = field(default_factory=list)
+    checked_at: float = field(default_factory=time.time)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.database["ok"] and self.broker["ok"])
+
+    def to_dict(self, with_worker_names: bool = False) -> dict[str, Any]:
+        workers = dict(self.workers)
+        if with_worker_names:
+            workers["names"] = self.worker_names
+        return {"status": "ok" if self.ok else "degraded", "database": self.database, "broker": self.broker,
+                "workers": workers}
+
+
+def check_services(service: JobService, timeout_s: float = DEFAULT_TIMEOUT_S) -> ServiceStatus:
+    embedded = service.settings.uses_embedded_broker
+    database = _check_database(service)
+    broker = _check_broker(service, timeout_s)
+    broker["kind"] = "embedded" if embedded else "redis"
+    names: list[str] = []
+    if embedded:
+        workers: dict[str, Any] = {"count": None, "detail": "not known with the embedded broker"}
+    elif not broker["ok"]:
+        workers = {"count": None, "detail": "the broker does not answer"}
+    else:
+        try:
+            replies = service.celery_app.control.inspect(timeout=timeout_s).ping() or {}
+            names = sorted(replies)
+            workers = {"count": len(names)}
+        except Exception as exc:   # noqa: BLE001 - reported, never raised
+            workers = {"count": None, "detail": _reason(exc)}
+    return ServiceStatus(database, broker, workers, names)
+
+
+def _check_database(service: JobService) -> dict[str, Any]:
+    try:
+        return {"ok": True, "kind": "sqlite", "jobs_active": service.store.num_active_jobs()}
+    except Exception as exc:   # noqa: BLE001 - reported, never raised
+        return {"ok": False, "kind": "sqlite", "detail": _reason(exc)}
+
+
+def _check_broker(service: JobService, timeout_s: float) -> dict[str, Any]:
+    try:
+        with service.celery_app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout_s)
+        return {"ok": True}
+    except Exception as exc:   # noqa: BLE001 - reported, never raised
+        return {"ok": False, "detail": _reason(exc)}
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:200]
