@@ -73,9 +73,13 @@ def make_storm(num_requests: int, seed: int):
         # Tenants t and t + 24 share their prefix tokens: only the tenant salt keeps them apart.
         prompt = prefixes[tenant % len(prefixes)] + list(canary) + [rng.randrange(3, VOCAB)
                                                                     for _ in range(rng.randint(1, 6))]
-        if rng.random() < 0.3:
+        draw = rng.random()
+        if draw < 0.3:
             params = SamplingParams(temperature=0.9, top_k=50, repetition_penalty=1.2, seed=i,
                                     max_tokens=rng.randint(3, 10), ignore_eos=True)
+        elif draw < 0.4:    # greedy under a penalty: its drafts are verified position by position
+            params = SamplingParams(temperature=0.0, frequency_penalty=0.4, max_tokens=rng.randint(3, 10),
+                                    ignore_eos=True)
         else:
             params = SamplingParams(temperature=0.0, max_tokens=rng.randint(3, 10), ignore_eos=True)
         storm.append((f"tenant-{tenant}", prompt, canary, params))
@@ -101,8 +105,10 @@ def contains(haystack: list[int], needle: tuple[int, ...]) -> bool:
 def test_text_storm_no_canary_leaks_and_the_pool_is_whole(tiny_llama):
     num_requests = scaled(10_000)
     storm = make_storm(num_requests, seed=20)
+    # n-gram drafts for the greedy requests (the reference has none): verified under retraction and aborts
     engine = Engine(EngineConfig(model=str(tiny_llama), context_length=128, kv_tokens=640, max_prefill_tokens=192,
-                                 max_running_requests=48, debug=True))
+                                 max_running_requests=48, debug=True, speculative_algorithm="ngram",
+                                 ngram_tokens=4, ngram_min=1))
     rng = random.Random(21)
     index_of: dict[str, int] = {}
     abort_at: dict[str, int] = {}     # request id -> the step at which it is aborted
@@ -141,6 +147,7 @@ def test_text_storm_no_canary_leaks_and_the_pool_is_whole(tiny_llama):
     num_cached = sum(o.num_cached_tokens for o in finished.values())
     # The storm did what it says: retraction, aborts, prefix-cache hits.
     assert engine.scheduler.num_retractions > 0 and num_aborted >= num_requests // 20 and num_cached > 0
+    assert engine.num_accepted_draft_tokens > 0
 
     reference = reference_outputs(tiny_llama, storm)
     completed = [i for i, o in finished.items() if o.finish_reason != "abort"]
@@ -155,7 +162,8 @@ def test_text_storm_no_canary_leaks_and_the_pool_is_whole(tiny_llama):
             assert owner is None or owner == i, f"request {i}'s output holds request {owner}'s canary"
     report("canary storm (text)", requests=num_requests, completed=len(completed), aborted=num_aborted,
            retractions=engine.scheduler.num_retractions, cached_prompt_tokens=num_cached,
-           steps=engine.num_steps, flushes=num_flushes, tenants=NUM_TENANTS)
+           steps=engine.num_steps, flushes=num_flushes, tenants=NUM_TENANTS,
+           ngram_drafted=engine.num_draft_tokens, ngram_accepted=engine.num_accepted_draft_tokens)
 
 
 # ---------------------------------------------------------------------------------------- house-ocr
