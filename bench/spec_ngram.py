@@ -117,7 +117,7 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     common = dict(model="smollm2-135m", context_length=2048, kv_tokens=32768, num_threads=args.threads)
     engines = {"none": Engine(EngineConfig(**common, speculative_algorithm="none")),
-               "ngram": Engine(EngineConfig(**common, speculative_algorithm="ngram", ngram_tokens=args.draft_tokens))}
+               "ngram": Engine(EngineConfig(**common, speculative_algorithm="ngram", draft_tokens=args.draft_tokens))}
     tok = engines["none"].tokenizer
     docs = [document(i) for i in range(args.documents)]
     grammar = GrammarSpec(json_schema=json.dumps(SCHEMA))

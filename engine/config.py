@@ -40,13 +40,16 @@ class EngineConfig:
     # head's reading where it scores higher under both heads (engine/models/house_ocr.py).
     # False: plain greedy tokens.
     ctc_rescoring: bool = True
-    # Drafts for every other greedy request (engine/spec/): "auto" and "none": only the model's own
-    # (above); "ngram": prompt lookup, up to `ngram_tokens` a step, matching the last `ngram_max`
-    # down to `ngram_min` tokens of prompt + output earlier in them.
+    # Drafts for every other greedy request (engine/spec/), up to `draft_tokens` a step: "auto" and
+    # "none": only the model's own (above); "ngram": prompt lookup, matching the last `ngram_max`
+    # down to `ngram_min` tokens of prompt + output earlier in them; "draft_model": greedy tokens of
+    # `draft_model` (a smaller model with the same tokenizer, served in this process).
     speculative_algorithm: str = "auto"
-    ngram_tokens: int = 4
+    draft_tokens: int = 4
     ngram_min: int = 2
     ngram_max: int = 4
+    draft_model: str | None = None
+    draft_kv_tokens: int | None = None   # the draft model's KV pool (default: as an engine of its own)
 
     def __post_init__(self) -> None:
         if self.kv_tokens is not None and self.kv_memory_bytes is not None:
@@ -69,11 +72,14 @@ class EngineConfig:
             raise ValueError(f"speculative_tokens must not be negative, got {self.speculative_tokens}")
         if self.grammar_cache_bytes < 1:
             raise ValueError(f"grammar_cache_bytes must be positive, got {self.grammar_cache_bytes}")
-        if self.speculative_algorithm not in ("auto", "none", "ngram"):
-            raise ValueError(f"speculative_algorithm must be auto, none or ngram, got {self.speculative_algorithm!r}")
-        if self.ngram_tokens < 1 or not 1 <= self.ngram_min <= self.ngram_max:
-            raise ValueError(f"n-gram drafts need ngram_tokens >= 1 and 1 <= ngram_min <= ngram_max, got "
-                             f"{self.ngram_tokens}, {self.ngram_min}, {self.ngram_max}")
+        if self.speculative_algorithm not in ("auto", "none", "ngram", "draft_model"):
+            raise ValueError("speculative_algorithm must be auto, none, ngram or draft_model, got "
+                             f"{self.speculative_algorithm!r}")
+        if (self.speculative_algorithm == "draft_model") != (self.draft_model is not None):
+            raise ValueError("a draft model is given with speculative_algorithm draft_model, and only then")
+        if self.draft_tokens < 1 or not 1 <= self.ngram_min <= self.ngram_max:
+            raise ValueError(f"n-gram drafts need draft_tokens >= 1 and 1 <= ngram_min <= ngram_max, got "
+                             f"{self.draft_tokens}, {self.ngram_min}, {self.ngram_max}")
         if self.attention_backend not in ("auto", "torch", "triton"):
             raise ValueError(f"attention_backend must be auto, torch or triton, got {self.attention_backend!r}")
         if self.cuda_graph_max_batch < 0:

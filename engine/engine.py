@@ -26,7 +26,7 @@ from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
-from engine.spec import Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
+from engine.spec import DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
 from engine.spec.verify import verify
 from engine.stop import StopChecker
 
@@ -100,14 +100,19 @@ class Engine:
         self._owner_ids = itertools.count(1)
         self._seed_rng = torch.Generator().manual_seed(config.seed)
         self._seed_lock = threading.Lock()  # make_request runs on caller threads (image requests: a worker)
-        # Speculative decoding (engine/spec/): the model's own drafts where it makes them, n-grams
-        # for the other greedy requests when asked for.
+        # Speculative decoding (engine/spec/): the model's own drafts where it makes them; for the
+        # other greedy requests, when asked for, n-grams or a draft model (`text_drafter`).
         self.model_drafter = ModelDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
-        self.ngram_drafter = (NgramDrafter(config.ngram_tokens, config.ngram_min, config.ngram_max)
-                              if config.speculative_algorithm == "ngram" else None)
+        self.draft_engine: Engine | None = None
+        self.text_drafter: Drafter | None = None
+        if config.speculative_algorithm == "ngram":
+            self.text_drafter = NgramDrafter(config.draft_tokens, config.ngram_min, config.ngram_max)
+        elif config.speculative_algorithm == "draft_model":
+            self.draft_engine = self._start_draft_engine(config)
+            self.text_drafter = DraftModelDrafter(config.draft_tokens, self.draft_engine, self.vocab_size)
         # constrained requests: the grammar's forced text first (up to a JSON key and its quotes)
-        self.grammar_drafter = (GrammarDrafter(max(config.ngram_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
-                                               self.ngram_drafter) if self.ngram_drafter is not None else None)
+        self.grammar_drafter = (GrammarDrafter(max(config.draft_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
+                                               self.text_drafter) if self.text_drafter is not None else None)
         self.num_steps = 0
         self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
         self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
@@ -125,6 +130,23 @@ class Engine:
     @property
     def supports_images(self) -> bool:
         return self.multimodal is not None
+
+    def _start_draft_engine(self, config: EngineConfig) -> Engine:
+        """The draft model on an engine of its own, same device, dtype and context; its tokenizer
+        must be the target's (drafted ids are the target's ids)."""
+        draft = Engine(EngineConfig(
+            model=config.draft_model, context_length=self.context_length, kv_tokens=config.draft_kv_tokens,
+            device=config.device, dtype=config.dtype, seed=config.seed, debug=config.debug,
+            speculative_tokens=0, speculative_algorithm="none", ctc_rescoring=False,
+            attention_backend=config.attention_backend))
+        if draft.tokenizer.get_vocab() != self.tokenizer.get_vocab():
+            draft.close()
+            raise EngineStartupError(f"the draft model {config.draft_model!r} has another tokenizer than "
+                                     f"{config.model!r}; a draft model must share the target's token ids")
+        if draft.supports_images:
+            draft.close()
+            raise EngineStartupError(f"the draft model {config.draft_model!r} takes images; give a text model")
+        return draft
 
     def _draft_encoder(self):
         """text -> token ids on the engine's own thread, for drafts: a private copy of the fast
@@ -191,10 +213,10 @@ class Engine:
         drafter: Drafter | None = None
         if draft_ids is not None:
             drafter = self.model_drafter          # None with speculative_tokens=0: rescoring only
-        elif self.ngram_drafter is not None and params.is_greedy:
+        elif self.text_drafter is not None and params.is_greedy:
             # Any greedy request: verification replays a grammar's mask and penalties' counts
-            # position by position (`_choices_one_at_a_time`).
-            drafter = self.ngram_drafter if params.grammar is None else self.grammar_drafter
+            # position by position (engine/spec/verify.py).
+            drafter = self.text_drafter if params.grammar is None else self.grammar_drafter
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.
@@ -234,6 +256,8 @@ class Engine:
     def close(self) -> None:
         if self._grammar_backend is not None:
             self._grammar_backend.close()
+        if self.draft_engine is not None:
+            self.draft_engine.close()
 
     def add_request(self, prompt, params: SamplingParams, request_id: str | None = None, tenant: str = "",
                     images: Sequence[ImageData] | None = None) -> Request:

@@ -61,11 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-running-requests", type=positive_int, default=64)
     parser.add_argument("--speculative-tokens", type=int, default=32,
                         help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
-    parser.add_argument("--speculative-algorithm", type=str.lower, choices=("auto", "none", "ngram"), default="auto",
+    parser.add_argument("--speculative-algorithm", type=str.lower, choices=("auto", "none", "ngram", "draft_model"),
+                        default="auto",
                         help="drafts for the other greedy requests: ngram (prompt lookup, any model: extraction "
-                             "copies its values out of the prompt); auto/none: only a model's own drafts")
+                             "copies its values out of the prompt), draft_model (--speculative-draft-model-path); "
+                             "auto/none: only a model's own drafts")
     parser.add_argument("--speculative-num-draft-tokens", type=positive_int, default=4,
-                        help="n-gram drafts: the most tokens drafted per request and step (default 4)")
+                        help="n-gram or draft-model drafts: the most tokens drafted per request and step (default 4)")
+    parser.add_argument("--speculative-draft-model-path", default=None, metavar="MODEL",
+                        help="the draft model (a built-in name, a checkpoint folder or a .gguf file) with the same "
+                             "tokenizer, served in this process; with --speculative-algorithm draft_model")
     parser.add_argument("--speculative-ngram-min", type=positive_int, default=2,
                         help="n-gram drafts: the shortest tail of the output matched in the prompt (default 2)")
     parser.add_argument("--speculative-ngram-max", type=positive_int, default=4,
@@ -143,8 +148,8 @@ def engine_config_from_args(args: argparse.Namespace):
         context_length=args.context_length, max_prefill_tokens=args.max_prefill_tokens,
         max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
         speculative_tokens=args.speculative_tokens, speculative_algorithm=args.speculative_algorithm,
-        ngram_tokens=args.speculative_num_draft_tokens, ngram_min=args.speculative_ngram_min,
-        ngram_max=args.speculative_ngram_max,
+        draft_tokens=args.speculative_num_draft_tokens, ngram_min=args.speculative_ngram_min,
+        ngram_max=args.speculative_ngram_max, draft_model=args.speculative_draft_model_path,
         ctc_rescoring=not args.no_ctc_rescoring,
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,

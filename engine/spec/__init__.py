@@ -16,6 +16,8 @@ Drafters:
   occurrence of the output's last n tokens, in the prompt and the output so far.
   For any model; made for extraction and transcription, where the output copies
   spans of the prompt.
+- `DraftModelDrafter`: a smaller model with the same tokenizer, on an engine of
+  its own in this process whose radix cache keeps the sequence drafted so far.
 - `GrammarDrafter` (jump-forward): where a request's grammar allows one
   continuation only (JSON keys and punctuation fixed by the schema), that text,
   tokenised; n-grams elsewhere. With `--speculative-algorithm ngram` the engine
@@ -31,6 +33,7 @@ are those of one token a step.
 """
 from __future__ import annotations
 
-from engine.spec.drafters import Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, propose_ngram
+from engine.spec.drafters import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter,
+                                  propose_ngram)
 
-__all__ = ["Drafter", "GrammarDrafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]
+__all__ = ["DraftModelDrafter", "Drafter", "GrammarDrafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]

@@ -74,6 +74,43 @@ class GrammarDrafter(Drafter):
         return self.fallback.propose(req, min(k, self.fallback.num_tokens))
 
 
+class DraftModelDrafter(Drafter):
+    """A smaller model with the same tokenizer proposes its greedy continuation. It runs in this
+    process on an engine of its own (`draft_engine`: its own KV pool and radix cache, same tenant
+    as the request), so each call extends the sequence it drafted for last time: only the tokens
+    accepted since then are prefilled, then `k` decode steps. Text requests only (the draft model
+    does not see images); a drafted id outside the target's vocabulary ends the draft."""
+
+    name = "draft_model"
+
+    def __init__(self, num_tokens: int, draft_engine, vocab_size: int):
+        super().__init__(num_tokens)
+        self.engine = draft_engine
+        self.vocab_size = vocab_size
+
+    def propose(self, req: Request, k: int) -> list[int]:
+        from engine.errors import PromptTooLongError
+        from engine.sampling_params import SamplingParams
+
+        if req.multimodal is not None or k <= 0:
+            return []
+        context = req.prompt_ids + req.output_ids
+        room = self.engine.context_length - len(context)
+        if room < 1:
+            return []
+        try:
+            out = self.engine.generate([context], SamplingParams(temperature=0.0, max_tokens=min(k, room)),
+                                       tenant=req.tenant)[0]
+        except PromptTooLongError:
+            return []
+        draft = []
+        for token in out.token_ids[:k]:
+            if token >= self.vocab_size:
+                break
+            draft.append(token)
+        return draft
+
+
 def propose_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:
     """The up-to-`k` tokens that followed the latest earlier occurrence of the longest suffix of
     `tokens` (of `max_n` down to `min_n` tokens) that occurs earlier; [] when none does.

@@ -108,7 +108,7 @@ def test_text_storm_no_canary_leaks_and_the_pool_is_whole(tiny_llama):
     # n-gram drafts for the greedy requests (the reference has none): verified under retraction and aborts
     engine = Engine(EngineConfig(model=str(tiny_llama), context_length=128, kv_tokens=640, max_prefill_tokens=192,
                                  max_running_requests=48, debug=True, speculative_algorithm="ngram",
-                                 ngram_tokens=4, ngram_min=1))
+                                 draft_tokens=4, ngram_min=1))
     rng = random.Random(21)
     index_of: dict[str, int] = {}
     abort_at: dict[str, int] = {}     # request id -> the step at which it is aborted

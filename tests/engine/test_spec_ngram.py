@@ -59,7 +59,7 @@ def test_ngram_drafter_reads_prompt_and_output():
 def engines():
     common = dict(model="smollm2-135m", context_length=1024, kv_tokens=8192, debug=True)
     plain = Engine(EngineConfig(**common, speculative_algorithm="none"))
-    drafted = Engine(EngineConfig(**common, speculative_algorithm="ngram", ngram_tokens=6))
+    drafted = Engine(EngineConfig(**common, speculative_algorithm="ngram", draft_tokens=6))
     yield plain, drafted
     plain.close()
     drafted.close()
@@ -139,7 +139,7 @@ def test_only_greedy_requests_take_ngram_drafts(engines):
     for params in (SamplingParams(temperature=0, max_tokens=8),
                    SamplingParams(temperature=0, repetition_penalty=1.2, max_tokens=8),
                    SamplingParams(temperature=0, max_tokens=8, logprobs=1, grammar=GrammarSpec(regex="[A-Z]+"))):
-        expected = drafted.ngram_drafter if params.grammar is None else drafted.grammar_drafter
+        expected = drafted.text_drafter if params.grammar is None else drafted.grammar_drafter
         assert drafted.make_request(prompt, params).drafter is expected
     assert plain.make_request(prompt, SamplingParams(temperature=0, max_tokens=8)).drafter is None
 
