@@ -63,6 +63,7 @@ class Scheduler:
     def schedule(self) -> ScheduledBatch | None:
         budget = self.config.max_prefill_tokens
         batch = ScheduledBatch([], [], [])
+        self._prepare_drafts()
         for req in list(self.running):
             if req.status is not RequestStatus.RUNNING:
                 continue  # retracted earlier in this loop
@@ -123,6 +124,16 @@ class Scheduler:
             self.running.append(req)
             self._append(batch, req, n, sample=True if spec else None)
             budget -= n
+
+    def _prepare_drafts(self) -> None:
+        """Let each drafter draft for its decoding requests at once (a draft model's batch)."""
+        by_drafter: dict[int, tuple[object, list[Request]]] = {}
+        for req in self.running:
+            if req.drafter is not None and req.status is RequestStatus.RUNNING and req.num_pending == 1:
+                preparer = req.drafter.preparer
+                by_drafter.setdefault(id(preparer), (preparer, []))[1].append(req)
+        for drafter, reqs in by_drafter.values():
+            drafter.prepare(reqs)
 
     def _draft(self, req: Request, budget: int) -> list[int]:
         """Drafted tokens to verify after the request's pending ones this step (none without a draft)."""

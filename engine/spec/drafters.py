@@ -23,6 +23,15 @@ class Drafter(ABC):
     def propose(self, req: Request, k: int) -> list[int]:
         """Up to `k` (<= num_tokens) tokens to verify after the request's pending one."""
 
+    def prepare(self, reqs: list[Request]) -> None:
+        """Called once a step, before `propose`, with the decoding requests this drafter serves:
+        a drafter that runs a model drafts for all of them in one batch here."""
+
+    @property
+    def preparer(self) -> Drafter:
+        """The drafter whose `prepare` this one's requests go to (a wrapper's: the one it wraps)."""
+        return self
+
 
 class ModelDrafter(Drafter):
     """The model's own draft of the whole output (`Request.draft_ids`, house-ocr's CTC reading)."""
@@ -61,6 +70,10 @@ class GrammarDrafter(Drafter):
         self.encode = encode
         self.fallback = fallback
 
+    @property
+    def preparer(self) -> Drafter:
+        return self.fallback if self.fallback is not None else self
+
     def propose(self, req: Request, k: int) -> list[int]:
         grammar = req.grammar_state
         if grammar is not None:
@@ -78,8 +91,11 @@ class DraftModelDrafter(Drafter):
     """A smaller model with the same tokenizer proposes its greedy continuation. It runs in this
     process on an engine of its own (`draft_engine`: its own KV pool and radix cache, same tenant
     as the request), so each call extends the sequence it drafted for last time: only the tokens
-    accepted since then are prefilled, then `k` decode steps. Text requests only (the draft model
-    does not see images); a drafted id outside the target's vocabulary ends the draft."""
+    accepted since then are prefilled, then up to `num_tokens` decode steps. `prepare` drafts for
+    a step's decoding requests together (one batch on the draft engine); `propose` takes those,
+    or drafts alone for a request that was not prepared (its prompt's first step). Text requests
+    only (the draft model does not see images); a drafted id outside the target's vocabulary ends
+    the draft."""
 
     name = "draft_model"
 
@@ -87,28 +103,46 @@ class DraftModelDrafter(Drafter):
         super().__init__(num_tokens)
         self.engine = draft_engine
         self.vocab_size = vocab_size
+        self._prepared: dict[int, tuple[int, list[int]]] = {}   # id(req) -> (output length, draft)
+
+    def prepare(self, reqs: list[Request]) -> None:
+        self._prepared = {id(req): (len(req.output_ids), draft)
+                          for req, draft in zip(reqs, self._draft_all(reqs, self.num_tokens))}
 
     def propose(self, req: Request, k: int) -> list[int]:
+        if k <= 0:
+            return []
+        prepared = self._prepared.pop(id(req), None)
+        if prepared is not None and prepared[0] == len(req.output_ids):
+            return prepared[1][:k]
+        return self._draft_all([req], k)[0]
+
+    def _draft_all(self, reqs: list[Request], k: int) -> list[list[int]]:
         from engine.errors import PromptTooLongError
         from engine.sampling_params import SamplingParams
 
-        if req.multimodal is not None or k <= 0:
-            return []
-        context = req.prompt_ids + req.output_ids
-        room = self.engine.context_length - len(context)
-        if room < 1:
-            return []
-        try:
-            out = self.engine.generate([context], SamplingParams(temperature=0.0, max_tokens=min(k, room)),
-                                       tenant=req.tenant)[0]
-        except PromptTooLongError:
-            return []
-        draft = []
-        for token in out.token_ids[:k]:
-            if token >= self.vocab_size:
-                break
-            draft.append(token)
-        return draft
+        drafts: list[list[int]] = [[] for _ in reqs]
+        running: dict[str, int] = {}
+        for i, req in enumerate(reqs):
+            context = req.prompt_ids + req.output_ids
+            room = self.engine.context_length - len(context)
+            if req.multimodal is not None or room < 1:
+                continue
+            try:
+                draft_req = self.engine.add_request(context, SamplingParams(temperature=0.0, max_tokens=min(k, room)),
+                                                    tenant=req.tenant)
+            except PromptTooLongError:
+                continue
+            running[draft_req.request_id] = i
+        while running:
+            for out in self.engine.step():
+                if out.finished and out.request_id in running:
+                    i = running.pop(out.request_id)
+                    for token in out.token_ids[:k]:
+                        if token >= self.vocab_size:
+                            break
+                        drafts[i].append(token)
+        return drafts
 
 
 def propose_ngram(tokens: Sequence[int], k: int, min_n: int, max_n: int) -> list[int]:

@@ -72,3 +72,27 @@ def test_a_draft_model_with_another_tokenizer_is_refused():
         Engine(EngineConfig(**COMMON, speculative_algorithm="draft_model", draft_model="house-ocr"))
     with pytest.raises(ValueError, match="draft model"):
         EngineConfig(**COMMON, speculative_algorithm="draft_model")
+
+
+def test_a_step_drafts_for_its_requests_in_one_batch(undrafted, smollm2_path):
+    """`prepare` runs the draft engine once for every decoding request of a step: fewer draft-engine
+    steps than drafting request by request, and the same outputs."""
+    prompts, params, want = undrafted
+    engine = Engine(EngineConfig(**COMMON, speculative_algorithm="draft_model", draft_model=str(smollm2_path),
+                                 draft_kv_tokens=4096))
+    try:
+        draft_steps = []
+        drafter = engine.text_drafter
+        real_prepare = drafter.prepare
+
+        def counting_prepare(reqs):
+            before = engine.draft_engine.num_steps
+            real_prepare(reqs)
+            draft_steps.append((len(reqs), engine.draft_engine.num_steps - before))
+
+        drafter.prepare = counting_prepare
+        assert [o.token_ids for o in engine.generate(prompts, params)] == want
+        batched = [(n, steps) for n, steps in draft_steps if n == len(prompts)]
+        assert batched and all(steps <= drafter.num_tokens + 1 for _, steps in batched)
+    finally:
+        engine.close()
