@@ -149,21 +149,11 @@ class Engine:
         return draft
 
     def _draft_encoder(self):
-        """text -> token ids on the engine's own thread, for drafts: a private copy of the fast
-        tokenizer (prompts are tokenised on another thread with the shared one, and a Rust
-        tokenizer used from two threads can refuse: "Already borrowed"), memoised, since a
-        schema's forced texts repeat from request to request."""
-        backend = getattr(self.tokenizer, "_tokenizer", None)
-        if backend is not None:
-            from tokenizers import Tokenizer
-
-            private = Tokenizer.from_str(backend.to_str())
-
-            def encode(text: str) -> list[int]:
-                return private.encode(text, add_special_tokens=False).ids
-        else:
-            encode = self.tokenize
-        return functools.lru_cache(maxsize=4096)(lambda text: tuple(encode(text)))
+        """text -> token ids for drafts, on the engine thread: with the engine thread's own tokenizer
+        (`detok_tokenizer`; prompts are tokenised with the shared one on another thread), memoised,
+        since a schema's forced texts repeat from request to request."""
+        encode = self.detok_tokenizer.encode
+        return functools.lru_cache(maxsize=4096)(lambda text: tuple(encode(text, add_special_tokens=False)))
 
     # -- admission -------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:

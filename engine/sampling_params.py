@@ -60,7 +60,7 @@ class SamplingParams:
 
         Logprobs, chosen or top-k, do not stand in the way: a greedy row's logprobs are the
         log-softmax of the same raw logits, which verification (and rescoring) compute for each
-        token they keep, as decoding one token a step would (engine.py `_verify_draft`)."""
+        token they keep, as decoding one token a step would (engine/spec/verify.py)."""
         return (self.is_greedy and self.repetition_penalty == 1.0 and self.frequency_penalty == 0.0
                 and self.presence_penalty == 0.0 and self.grammar is None)
 
