@@ -74,7 +74,7 @@ class JobView(JobSummary):
         return cls(**_summary_fields(job), pages=pages, extraction=extraction)
 
 
-def extraction_view(job: JobRecord, result_path: Path) -> ExtractionView | None:
+def extraction_view(job: JobRecord, stored_json: bytes | None) -> ExtractionView | None:
     """The extraction's state for a job sent with a schema, read from its extraction.json once written."""
     if job.options.extraction is None:
         return None
@@ -82,7 +82,9 @@ def extraction_view(job: JobRecord, result_path: Path) -> ExtractionView | None:
     if not job.state.is_final:
         return ExtractionView(schema_name=name, state="pending")
     try:
-        stored = json.loads(result_path.read_text())
+        if stored_json is None:
+            raise ValueError("no extraction.json")
+        stored = json.loads(stored_json)
     except (OSError, ValueError):
         reason = "the job was cancelled" if job.state is JobState.CANCELLED else "the job ended without results"
         return ExtractionView(schema_name=name, state="skipped", reason=reason)

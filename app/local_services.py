@@ -112,6 +112,46 @@ def with_engine_keys(settings: Settings) -> Settings:
 EXTRACTION_ENGINE_ARGS = ("--speculative-algorithm", "ngram")
 
 
+# SmolLM2 reads one document's text at a time: a small pool (~0.75 GB) is plenty.
+EXTRACTION_KV_TOKENS = 16384
+
+
+def start_host_engines(settings: Settings, data_dir: Path, who: str
+                       ) -> tuple[Settings, dict[str, str | None], list[ManagedProcess]]:
+    """This host's engines on loopback, as `serve` and `worker --with-engine` start them: the
+    recogniser's engine when it is ours, and the extraction engine when jobs may ask for one.
+    Returns the settings pointing at them, the same as OCRSERVE_* overrides for children, and
+    the engines (the caller stops them). `settings` must carry their keys (`with_engine_keys`)."""
+    from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
+
+    overrides: dict[str, str | None] = {}
+    children: list[ManagedProcess] = []
+    try:
+        if settings.starts_own_engine:
+            print(f"ocrserve {who}: starting the engine ({settings.recognizer_model})", file=sys.stderr)
+            engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
+                                              data_dir / "engine.log", api_key=settings.engine_api_key)
+            children.append(engine)
+            overrides["engine_url"] = engine_url
+            settings = settings.model_copy(update={"engine_url": engine_url})
+        if starts_own_extraction_engine(settings):
+            # Jobs may ask for schema extraction at any time: the text route needs its model up.
+            endpoint = ExtractionEndpoint.from_settings(settings)
+            print(f"ocrserve {who}: starting the extraction engine ({endpoint.model})", file=sys.stderr)
+            extraction_engine, extraction_url = start_engine(
+                settings, child_env(settings), settings.extraction_port, data_dir / "extraction-engine.log",
+                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS), model=endpoint.model,
+                api_key=endpoint.api_key)
+            children.append(extraction_engine)
+            overrides["extraction_url"] = extraction_url
+            settings = settings.model_copy(update={"extraction_url": extraction_url})
+    except BaseException:
+        for child in reversed(children):
+            child.stop()
+        raise
+    return settings, overrides, children
+
+
 def free_loopback_port() -> int:
     """A TCP port free on 127.0.0.1 now (the OS picks it), for a child that must be given its port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

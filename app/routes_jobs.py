@@ -9,10 +9,11 @@ memory; a bounded number of uploads are received at once.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Literal
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, StreamingResponse
 
 from app.deps import ApiContext, Context, Jobs, Owner
 from app.errors import ApiError
@@ -20,6 +21,7 @@ from app.job_schemas import JobList, JobSummary, JobView, extraction_view
 from app.schemas_registry import SchemaRegistry, resolve_schema
 from app.uploads import FormLimits, ReceivedForm, UploadGate, receive_form
 from vision.limits import InvalidOptionError
+from workers.blob_store import BlobStore
 from workers.extraction_schema import ExtractionSchema, SchemaError, parse_schema
 from workers.job_model import JobRecord, JobState
 from workers.job_service import JobService, Upload
@@ -113,19 +115,20 @@ def get_result(job_id: str, jobs: Jobs, owner: Owner,
         raise ApiError(404, "format_not_requested", "this job was submitted without a schema, so it has no extraction")
     if format not in ("json", "extraction") and format not in job.options.formats:
         raise ApiError(404, "format_not_requested", f"format {format!r} was not requested for this job")
-    path = jobs.result_path(job, format)
-    if not path.exists():
-        raise ApiError(404, "result_missing", f"the {format} result of this job is missing")
     filename = f"{job.id}.extraction.json" if format == "extraction" else f"{job.id}.{format}"
-    return FileResponse(path, media_type=MEDIA_TYPES[format], filename=filename)
+    response = stored_file_response(jobs.blobs, jobs.stored_result(job, format), MEDIA_TYPES[format], filename)
+    if response is None:
+        raise ApiError(404, "result_missing", f"the {format} result of this job is missing")
+    return response
 
 
 @router.get("/{job_id}/figures/{name}", summary="A figure crop the Markdown links to")
 def get_figure(job_id: str, name: str, jobs: Jobs, owner: Owner) -> Response:
     path = jobs.figure_path(_owned_job(jobs, owner, job_id), name)
-    if path is None:
+    response = None if path is None else stored_file_response(jobs.blobs, path, "image/png")
+    if response is None:
         raise ApiError(404, "not_found", "no such figure")
-    return FileResponse(path, media_type="image/png")
+    return response
 
 
 @router.delete("/{job_id}", response_model=JobView, summary="Cancel a queued or running job")
@@ -138,8 +141,23 @@ def cancel_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
     return _view(jobs, cancelled)
 
 
+def stored_file_response(blobs: BlobStore, path: Path, media_type: str, filename: str | None = None
+                         ) -> Response | None:
+    """A stored file as a response: from disk when the data directory is the shared place (with
+    ranges and validators), else streamed from the blob store chunk by chunk; None when absent."""
+    if not blobs.shared:
+        return FileResponse(path, media_type=media_type, filename=filename) if path.is_file() else None
+    chunks = blobs.stream(path)
+    if chunks is None:
+        return None
+    headers = {"Content-Disposition": f'attachment; filename="{filename}"'} if filename else None
+    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+
+
 def _view(jobs: JobService, job: JobRecord) -> JobView:
-    return JobView.from_record(job, extraction_view(job, jobs.result_path(job, "extraction")))
+    extraction = jobs.read_result(job, "extraction") if job.options.extraction is not None and job.state.is_final \
+        else None
+    return JobView.from_record(job, extraction_view(job, extraction))
 
 
 def _owned_job(jobs: Jobs, owner: str, job_id: str) -> JobRecord:

@@ -87,7 +87,7 @@ def get_page_image(request: Request, job_id: str, jobs: Jobs, owner: Owner,
     if not stored.is_file():
         _render_and_store(_render_slots(request, jobs.settings), jobs, job, file - 1, page - 1, stored)
         if jobs.get(owner, job.id) is None:   # deleted while rendering: leave nothing behind it
-            jobs.data_dir.remove_job_files(job.id)
+            jobs.remove_job_files(job.id)
             raise ApiError(404, "not_found", "no such job")
     return FileResponse(stored, media_type="image/png", headers={"Cache-Control": IMAGE_CACHE_CONTROL})
 
@@ -112,6 +112,7 @@ def _render_and_store(slots: threading.BoundedSemaphore, jobs: JobService, job: 
         if stored.is_file():   # rendered by another request while this one waited
             return
         upload = jobs.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
+        jobs.blobs.fetch(upload)   # a copy from the shared store, kept to render the job's other pages
         try:
             with Document.open_path(upload, jobs.settings.vision_limits()) as document:
                 rendered = document.render_page(page_index, job.options.dpi)
@@ -132,7 +133,7 @@ def delete_job(job_id: str, jobs: Jobs, owner: Owner) -> Response:
         raise ApiError(409, "job_not_finished", f"the job is {job.state.value}; cancel it before deleting it")
     if not jobs.store.delete_job(job.id, job.owner):
         raise ApiError(409, "job_not_finished", "the job changed while it was being deleted; try again")
-    jobs.data_dir.remove_job_files(job.id)
+    jobs.remove_job_files(job.id)
     return Response(status_code=204)
 
 

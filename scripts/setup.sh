@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(redis-server tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 chromium fonts-dejavu-core)
+# PostgreSQL: the tests start a throw-away cluster of their own (tests/postgres_server.py), and
+# iproute2 makes the network namespaces of the multi-host test.
+APT_PACKAGES+=(postgresql iproute2)
 # Fonts for the house OCR model: training typesets with the first group, its evaluation with the
 # held-out second group (training/house_ocr/fonts.py says which is which).
 APT_PACKAGES+=(fonts-dejavu-extra fonts-liberation2 fonts-freefont-ttf fonts-urw-base35 fonts-crosextra-carlito

@@ -12,6 +12,22 @@ torch.set_num_threads(int(os.environ.get("OCRSERVE_TEST_THREADS", "1")))
 
 
 @pytest.fixture(scope="session")
+def postgres_server():
+    """One throw-away PostgreSQL cluster for the session (tests/postgres_server.py)."""
+    from postgres_server import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """An empty database of the test's own on the session's cluster."""
+    return postgres_server.new_database()
+
+
+@pytest.fixture(scope="session")
 def smollm2_path():
     from engine.loader import resolve_model
 

@@ -26,6 +26,7 @@ from PIL import Image
 
 from vision.document import Document, RenderedPage
 from vision.limits import InputError
+from workers.blob_store import blob_store_for
 from workers.data_dir import DataDir, write_atomically
 from workers.document_result import build_document_result, render_markdown, render_text
 from workers.extraction import SchemaExtractor
@@ -46,7 +47,8 @@ class JobRunner:
     def __init__(self, settings: Settings, recognizer: Recognizer):
         self.settings = settings
         self.data_dir = DataDir(settings.data_dir).ensure()
-        self.store = JobStore(self.data_dir.job_store_path)
+        self.store = JobStore(settings.job_store_location)
+        self.blobs = blob_store_for(settings, self.data_dir)
         self.pipeline = PagePipeline(recognizer, settings.vision_num_threads)
 
     def start_job(self, job_id: str) -> list[tuple[int, int]] | None:
@@ -83,6 +85,10 @@ class JobRunner:
                     data = page_pdf(image, result) if image is not None else blank_page_pdf(
                         *document.page_size_points(page_index))
                     write_atomically(pdf_path, data)
+                    self.blobs.publish(pdf_path)
+                for region in result.regions:   # a figure the Markdown links to, for every host to serve
+                    if region.figure:
+                        self.blobs.publish(self.data_dir.figures_dir(job_id) / region.figure)
         except (InputError, OSError) as exc:
             reason = f"the page could not be read: {_sentence(exc)}"
             self._save(job_id, file_index, page_index, PageState.FAILED, reason, None)
@@ -114,7 +120,9 @@ class JobRunner:
                 logger.exception("no fallback for page %d of file %d in job %s", page_index + 1, file_index + 1,
                                  job.id)
         if "pdf" in job.options.formats and self.store.is_active(job.id):
-            write_atomically(self._page_pdf_path(job.id, file_index, page_index), blank_page_pdf(*size))
+            blank = self._page_pdf_path(job.id, file_index, page_index)
+            write_atomically(blank, blank_page_pdf(*size))
+            self.blobs.publish(blank)
         logger.warning("page %d of file %d in job %s: %s", page_index + 1, file_index + 1, job.id, reason)
         if result is None:
             self._save(job.id, file_index, page_index, PageState.FAILED, reason, None)
@@ -130,6 +138,7 @@ class JobRunner:
             return True
         if self.store.get_job(job_id) is None:   # deleted: everything it had is gone, and stays gone
             self.data_dir.remove_job_files(job_id)
+            self.blobs.remove_job(job_id)
         else:
             self._page_pdf_path(job_id, file_index, page_index).unlink(missing_ok=True)
         return False
@@ -159,7 +168,7 @@ class JobRunner:
             self._write_results(job, result)
             extraction_path = self.data_dir.result_path(job_id, "extraction")
             if job.options.extraction is not None and job.pages_failed < job.pages_total \
-                    and not extraction_path.exists():
+                    and not self.blobs.exists(extraction_path):
                 # What is left of the task's soft time limit, less a margin to write the file and close the job.
                 budget_s = self.settings.job_time_limit_s - FINISH_MARGIN_S - (time.monotonic() - started)
                 self._write_extraction(job, result, max(budget_s, 1.0))
@@ -171,6 +180,8 @@ class JobRunner:
         finally:
             self.store.release_finish(job_id)
         shutil.rmtree(self._page_pdf_dir(job_id), ignore_errors=True)
+        if self.blobs.shared:   # every output is in the shared store: this host's copies were a cache
+            self.data_dir.remove_job_files(job_id)
         return True
 
     def fail_unfinishable(self, job_id: str, reason: str) -> None:
@@ -203,15 +214,20 @@ class JobRunner:
     def _write_results(self, job: JobRecord, result: dict) -> None:
         """Each output once: one already written by an interrupted finisher is kept."""
         formats = set(job.options.formats) | {"json"}
-        if "pdf" in formats and not self.data_dir.result_path(job.id, "pdf").exists():
-            merge_page_files([self._page_pdf_path(job.id, page.file_index, page.page_index) for page in job.pages],
-                             self.data_dir.result_path(job.id, "pdf"))
+        pdf_path = self.data_dir.result_path(job.id, "pdf")
+        if "pdf" in formats and not self.blobs.exists(pdf_path):
+            page_pdfs = [self._page_pdf_path(job.id, page.file_index, page.page_index) for page in job.pages]
+            for path in page_pdfs:   # afresh: a page run again elsewhere may have written its PDF again
+                self.blobs.fetch(path, refresh=self.blobs.shared)
+            merge_page_files(page_pdfs, pdf_path)
+            self.blobs.publish(pdf_path)
         writers = {"md": lambda: render_markdown(result).encode(), "txt": lambda: render_text(result).encode(),
                    "json": lambda: json.dumps(result, ensure_ascii=False, indent=1).encode()}
         for fmt, render in writers.items():
             path = self.data_dir.result_path(job.id, fmt)
-            if fmt in formats and not path.exists():
+            if fmt in formats and not self.blobs.exists(path):
                 write_atomically(path, render())
+                self.blobs.publish(path)
 
     def _write_extraction(self, job: JobRecord, result: dict, budget_s: float) -> None:
         extractor = SchemaExtractor(self.settings)
@@ -225,11 +241,15 @@ class JobRunner:
         except Exception as exc:   # the OCR results are written: a bug here must not fail the job
             logger.exception("extraction for job %s failed", job.id)
             extraction = extractor.failed(job, f"internal error while extracting ({type(exc).__name__})")
-        write_atomically(self.data_dir.result_path(job.id, "extraction"),
-                         json.dumps(extraction, ensure_ascii=False, indent=1).encode())
+        path = self.data_dir.result_path(job.id, "extraction")
+        write_atomically(path, json.dumps(extraction, ensure_ascii=False, indent=1).encode())
+        self.blobs.publish(path)
 
     def _upload_path(self, job: JobRecord, file_index: int) -> Path:
-        return self.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
+        """The upload, copied here from the shared blob store first when this host lacks it."""
+        path = self.data_dir.upload_path(job.id, file_index, job.files[file_index].kind)
+        self.blobs.fetch(path)
+        return path
 
     def _page_pdf_dir(self, job_id: str) -> Path:
         return self.data_dir.results_dir(job_id) / "pages"

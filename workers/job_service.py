@@ -23,6 +23,7 @@ from vision.limits import DocumentTooLargeError, InputError, InvalidOptionError,
 from vision.pages import parse_page_selection
 from vision.text_layer import TEXT_LAYER_MODES
 from workers.celery_app import PROCESS_JOB, build_celery_app
+from workers.blob_store import blob_store_for
 from workers.data_dir import DataDir, move_into_place, write_atomically
 from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
@@ -70,10 +71,11 @@ class Upload:
 
 
 class JobService:
-    def __init__(self, settings: Settings, celery_app: Celery | None = None):
+    def __init__(self, settings: Settings, celery_app: Celery | None = None, migrate_schema: bool = True):
         self.settings = settings
         self.data_dir = DataDir(settings.data_dir).ensure()
-        self.store = JobStore(self.data_dir.job_store_path)
+        self.store = JobStore(settings.job_store_location, migrate_schema)
+        self.blobs = blob_store_for(settings, self.data_dir)
         self._celery_app = celery_app
 
     @property
@@ -108,7 +110,9 @@ class JobService:
                                      upload.sha256(), tuple(page_indices)))
         job_id = self.store.new_job_id()
         for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
-            upload.store(self.data_dir.upload_path(job_id, file_index, job_file.kind))
+            path = self.data_dir.upload_path(job_id, file_index, job_file.kind)
+            upload.store(path)
+            self.blobs.publish(path)
         job = self.store.create_job(job_id, owner, files, options)
         try:
             self.celery_app.send_task(PROCESS_JOB, args=[job_id])
@@ -136,12 +140,29 @@ class JobService:
         return self.store.get_job(job_id)
 
     def result_path(self, job: JobRecord, fmt: str) -> Path:
+        """A local copy of the job's output (fetched from the blob store when it is shared)."""
+        path = self.data_dir.result_path(job.id, fmt)
+        self.blobs.fetch(path)
+        return path
+
+    def stored_result(self, job: JobRecord, fmt: str) -> Path:
+        """Where the output is, to stream with `self.blobs` (nothing copied here)."""
         return self.data_dir.result_path(job.id, fmt)
+
+    def read_result(self, job: JobRecord, fmt: str) -> bytes | None:
+        """A small output (extraction.json) whole, from wherever it is stored; None when absent."""
+        chunks = self.blobs.stream(self.data_dir.result_path(job.id, fmt))
+        return None if chunks is None else b"".join(chunks)
 
     def figure_path(self, job: JobRecord, name: str) -> Path | None:
         folder = self.data_dir.figures_dir(job.id)
         path = (folder / name).resolve()
-        return path if path.parent == folder and path.is_file() else None
+        return path if path.parent == folder and self.blobs.exists(path) else None
+
+    def remove_job_files(self, job_id: str) -> None:
+        """Everything stored for the job: this host's files and the shared store's."""
+        self.data_dir.remove_job_files(job_id)
+        self.blobs.remove_job(job_id)
 
     def _checked_dpi(self, dpi: float | None) -> float | None:
         return None if dpi is None else self.settings.vision_limits().check_dpi(dpi)

@@ -33,6 +33,7 @@ import time
 from celery import Celery
 
 from workers.celery_app import FINISH_JOB, PROCESS_JOB
+from workers.blob_store import BlobStore, blob_store_for, prune_local_copies
 from workers.data_dir import DataDir
 from workers.dispatch import dispatch_pages
 from workers.job_model import JobState
@@ -72,17 +73,23 @@ def recover(app: Celery, store: JobStore, settings: Settings, at_start: bool = F
     if touched or sent_pages:
         logger.warning("re-queued %d unfinished job(s) from the job store (%d page(s) sent)", len(touched),
                        sent_pages)
-    delete_expired_jobs(store, DataDir(settings.data_dir), settings.job_retention_days, now)
+    data_dir = DataDir(settings.data_dir)
+    blobs = blob_store_for(settings, data_dir)
+    delete_expired_jobs(store, data_dir, settings.job_retention_days, now, blobs)
+    prune_local_copies(blobs, lambda job_ids: [job_id for job_id in job_ids if not store.is_active(job_id)])
     return touched
 
 
-def delete_expired_jobs(store: JobStore, data_dir: DataDir, retention_days: float, now: float) -> list[str]:
+def delete_expired_jobs(store: JobStore, data_dir: DataDir, retention_days: float, now: float,
+                        blobs: BlobStore | None = None) -> list[str]:
     """Delete jobs that finished more than `retention_days` ago, with their files (0 keeps them)."""
     if retention_days <= 0:
         return []
     job_ids = store.delete_finished_before(now - retention_days * DAY_S)
     for job_id in job_ids:
         data_dir.remove_job_files(job_id)
+        if blobs is not None:
+            blobs.remove_job(job_id)
     if job_ids:
         logger.info("deleted %d job(s) finished more than %g days ago", len(job_ids), retention_days)
     return job_ids

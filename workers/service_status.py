@@ -1,6 +1,7 @@
 """What `GET /health` and `ocrserve status` report: the job store, the broker, the workers.
 
-- database: the job store answers a query (and how many jobs are queued or running);
+- database: the job store (SQLite or PostgreSQL) answers a query (and how many jobs are
+  queued or running);
 - broker: a connection to it opens (Redis, or the embedded SQLite broker);
 - workers: the Celery workers that answer a ping on the broker within the timeout. The
   embedded broker carries no broadcast (kombu's SQLAlchemy transport has no fanout), so
@@ -13,6 +14,8 @@ reason, as `ok: false`. `status` is "ok" when the job store and the broker answe
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +46,7 @@ class ServiceStatus:
 
 def check_services(service: JobService, timeout_s: float = DEFAULT_TIMEOUT_S) -> ServiceStatus:
     embedded = service.settings.uses_embedded_broker
-    database = _check_database(service)
+    database = _check_database(service, timeout_s)
     broker = _check_broker(service, timeout_s)
     broker["kind"] = "embedded" if embedded else "redis"
     names: list[str] = []
@@ -61,11 +64,19 @@ def check_services(service: JobService, timeout_s: float = DEFAULT_TIMEOUT_S) ->
     return ServiceStatus(database, broker, workers, names)
 
 
-def _check_database(service: JobService) -> dict[str, Any]:
+def _check_database(service: JobService, timeout_s: float) -> dict[str, Any]:
+    kind = "postgresql" if service.store.is_postgresql else "sqlite"
+    # In a thread of its own, so a database host that does not answer costs the check
+    # `timeout_s`, not the driver's connect timeout.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="health-db")
     try:
-        return {"ok": True, "kind": "sqlite", "jobs_active": service.store.num_active_jobs()}
+        return {"ok": True, "kind": kind, "jobs_active": pool.submit(service.store.num_active_jobs).result(timeout_s)}
+    except FutureTimeout:
+        return {"ok": False, "kind": kind, "detail": f"no answer within {timeout_s:g} s"}
     except Exception as exc:   # noqa: BLE001 - reported, never raised
-        return {"ok": False, "kind": "sqlite", "detail": _reason(exc)}
+        return {"ok": False, "kind": kind, "detail": _reason(exc)}
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _check_broker(service: JobService, timeout_s: float) -> dict[str, Any]:

@@ -40,6 +40,14 @@ class Settings(BaseSettings):
     # Where uploads, results, the job store and the embedded broker live.
     data_dir: Path = Path("ocrserve-data")
 
+    # The job store: unset, the SQLite file in data_dir; `postgresql://user:password@host:5432/db` to
+    # share one store between hosts (workers/database.py).
+    database_url: str | None = None
+    # Where files every host needs (uploads, page PDFs, figures, outputs) are shared: `local`, the data
+    # directory (one host, or a volume every host mounts); `database`, the job store's database
+    # (workers/blob_store.py), for hosts that share nothing but it and the broker.
+    blob_store: Literal["local", "database"] = "local"
+
     # Queue. Unset: an embedded SQLite broker and result backend in data_dir.
     broker_url: str | None = None
     broker_visibility_timeout_s: int = Field(1800, ge=10)
@@ -133,6 +141,16 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"an extraction may take {self.extraction_worst_case_s:.0f} s (OCRSERVE_EXTRACTION_TIMEOUT_S plus "
                 f"retries), which must stay under OCRSERVE_JOB_TIME_LIMIT_S ({self.job_time_limit_s} s)")
+        if self.blob_store == "database" and self.database_url is None:
+            raise ValueError("OCRSERVE_BLOB_STORE=database keeps files in the job store's database: set "
+                             "OCRSERVE_DATABASE_URL to a PostgreSQL database every host can reach")
+        if self.database_url is not None:
+            from workers.database import database_url
+
+            try:
+                database_url(self.database_url)
+            except Exception as exc:
+                raise ValueError(f"OCRSERVE_DATABASE_URL: {exc}") from None
         return self
 
     @property
@@ -140,6 +158,11 @@ class Settings(BaseSettings):
         """One extraction request plus its retries of refused connections, with their backoff."""
         backoff_s = sum(EXTRACTION_RETRY_BACKOFF_S * 2 ** attempt for attempt in range(self.extraction_retries))
         return self.extraction_timeout_s + self.extraction_retries * self.extraction_connect_timeout_s + backoff_s
+
+    @property
+    def job_store_location(self) -> str | Path:
+        """The job store's database: OCRSERVE_DATABASE_URL, or the SQLite file in the data directory."""
+        return self.database_url or self.data_dir / "jobs.sqlite"
 
     @property
     def uses_embedded_broker(self) -> bool:

@@ -146,7 +146,8 @@ def rescue_job(self, job_id: str) -> None:
 def _recover_after_start(sender, **_: object) -> None:
     """Send what a crash left unsent (and, on the embedded broker, everything unfinished: its
     queue forgets messages a dead worker had taken), then sweep again every interval."""
-    store = JobStore(DataDir(settings.data_dir).ensure().job_store_path)
+    DataDir(settings.data_dir).ensure()
+    store = JobStore(settings.job_store_location)
     try:
         recover(celery_app, store, settings, at_start=settings.uses_embedded_broker)
     except Exception:   # the sweep tries again

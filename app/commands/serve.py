@@ -20,8 +20,6 @@ import sys
 from app.commands.api import bind_host, with_auth_decided
 from workers.settings import Settings
 
-# SmolLM2 reads one document's text at a time: a small pool (~0.75 GB) is plenty.
-EXTRACTION_KV_TOKENS = 16384
 SUMMARY = "run the API, a worker and (when it is ours) the engine in one command"
 
 
@@ -41,11 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def main(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.local_services import (EXTRACTION_ENGINE_ARGS, ServiceStartError, child_env, start_engine, start_worker,
-                                    with_engine_keys)
+    from app.local_services import ServiceStartError, child_env, start_host_engines, start_worker, with_engine_keys
     from app.main import create_app
     from workers.data_dir import DataDir
-    from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 
     settings = with_engine_keys(with_auth_decided(Settings()))
@@ -56,26 +52,9 @@ def main(args: argparse.Namespace) -> int:
     # SIGTERM unwinds like Ctrl-C, so the children are always stopped.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        overrides: dict[str, str | None] = {}
-        if settings.starts_own_engine:
-            print(f"ocrserve serve: starting the engine ({settings.recognizer_model})", file=sys.stderr)
-            engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
-                                              data_dir.root / "engine.log", api_key=settings.engine_api_key)
-            children.append(engine)
-            overrides["engine_url"] = engine_url
-            settings = settings.model_copy(update={"engine_url": engine_url})
+        settings, overrides, engines = start_host_engines(settings, data_dir.root, "serve")
+        children.extend(engines)
         build_recognizer(settings).check()
-        if starts_own_extraction_engine(settings):
-            # Jobs may ask for schema extraction at any time: the text route needs its model up.
-            endpoint = ExtractionEndpoint.from_settings(settings)
-            print(f"ocrserve serve: starting the extraction engine ({endpoint.model})", file=sys.stderr)
-            extraction_engine, extraction_url = start_engine(
-                settings, child_env(settings), settings.extraction_port, data_dir.root / "extraction-engine.log",
-                extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS), model=endpoint.model,
-                api_key=endpoint.api_key)
-            children.append(extraction_engine)
-            overrides["extraction_url"] = extraction_url
-            settings = settings.model_copy(update={"extraction_url": extraction_url})
         worker = start_worker(child_env(settings, **overrides), settings.worker_concurrency,
                               data_dir.root / "worker.log")
         children.append(worker)

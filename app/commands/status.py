@@ -32,7 +32,12 @@ def main(args: argparse.Namespace) -> int:
 
     if args.timeout <= 0:
         raise SystemExit("ocrserve status: --timeout must be positive")
-    status = check_services(JobService(Settings()), timeout_s=args.timeout)
+    settings = Settings()
+    try:
+        service = JobService(settings)
+    except Exception:   # noqa: BLE001 - the store cannot be reached (or migrated): the report says how
+        service = JobService(settings, migrate_schema=False)
+    status = check_services(service, timeout_s=args.timeout)
     report = status.to_dict(with_worker_names=True)
     if args.json:
         print(json.dumps(report, indent=2))

@@ -4,10 +4,15 @@ Settings come from OCRSERVE_* variables (broker, data directory, recogniser).
 Before taking work it checks the recogniser: a set-up that cannot work (a
 text-only model behind the engine URL, Tesseract missing) stops it with the
 reason; an engine that is not up yet only warns, since pages are retried.
+
+`--with-engine`: a worker host that runs its own engines, as `serve` does: the
+recogniser's engine (when it is ours and OCRSERVE_ENGINE_URL is unset) and the
+extraction engine, on loopback, with a key made now; they stop with the worker.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 
@@ -21,6 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="pool processes (default: OCRSERVE_WORKER_CONCURRENCY)")
     parser.add_argument("--loglevel", default="warning", choices=("debug", "info", "warning", "error"))
     parser.add_argument("--skip-check", action="store_true", help="start without checking the recogniser")
+    parser.add_argument("--with-engine", action="store_true",
+                        help="start this host's own engines on loopback first (as `serve` does), unless "
+                             "OCRSERVE_ENGINE_URL / OCRSERVE_EXTRACTION_URL point at shared ones")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -35,6 +43,28 @@ def main(args: argparse.Namespace) -> int:
 
     exit_with_parent()     # started by `ocrserve run`/`serve`: end with it, even if it is SIGKILLed
     settings = Settings()
+    if not args.with_engine:
+        return _run_worker(args, settings)
+    from app.local_services import ServiceStartError, child_env, start_host_engines, with_engine_keys
+    from workers.data_dir import DataDir
+
+    settings = with_engine_keys(settings)
+    try:
+        settings, overrides, engines = start_host_engines(settings, DataDir(settings.data_dir).ensure().root, "worker")
+    except ServiceStartError as exc:
+        print(f"ocrserve worker: {exc}", file=sys.stderr)
+        return 2
+    try:
+        # The tasks read their settings from the environment when Celery imports them.
+        os.environ.update({key: value for key, value in child_env(settings, **overrides).items()
+                           if key.startswith("OCRSERVE_")})
+        return _run_worker(args, Settings())
+    finally:
+        for engine in reversed(engines):
+            engine.stop()
+
+
+def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     if not args.skip_check:
         from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
 

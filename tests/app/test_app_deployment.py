@@ -28,28 +28,56 @@ def _expanded(argv: list[str]) -> list[str]:
     return [_DEFAULTED.sub(r"\1", arg) for arg in argv]
 
 
-def test_compose_runs_redis_engine_worker_and_api_from_our_image():
+def test_compose_runs_postgres_redis_engine_worker_and_api_from_our_image():
     services = _compose()["services"]
     # engine-gpu replaces engine on a GPU machine, only under `--profile gpu` (test below)
-    assert set(services) == {"redis", "engine", "extraction", "worker", "api", "engine-gpu"}
+    assert set(services) == {"postgres", "redis", "engine", "extraction", "worker", "api", "engine-gpu"}
     assert services["engine-gpu"]["profiles"] == ["gpu"]
     assert services["redis"]["image"].startswith("redis:")
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert "--requirepass" in services["redis"]["command"]
     for name in ("engine", "extraction", "worker", "api"):
         assert services[name]["build"] == "."
+    volumes = set()
     for name in ("worker", "api"):
         environment = services[name]["environment"]
-        assert environment["OCRSERVE_BROKER_URL"] == "redis://redis:6379/0"
+        assert environment["OCRSERVE_BROKER_URL"] == "redis://:${OCRSERVE_REDIS_PASSWORD}@redis:6379/0"
+        assert environment["OCRSERVE_DATABASE_URL"].startswith("postgresql://ocrserve:${OCRSERVE_DB_PASSWORD}@postgres:")
+        assert environment["OCRSERVE_BLOB_STORE"] == "database"
         assert environment["OCRSERVE_ENGINE_URL"] == "http://engine:30000/v1"
-        assert "data:/data" in services[name]["volumes"]
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+        [volume] = services[name]["volumes"]
+        volumes.add(volume.split(":")[0])
+    assert len(volumes) == 2, "the api and the workers share no volume: only PostgreSQL and Redis"
+    for name in ("postgres", "redis"):   # published on loopback unless a worker host must reach them
+        assert all(port.startswith("${OCRSERVE_SHARED_BIND:-127.0.0.1}:") for port in services[name]["ports"])
     assert "ports" not in services["engine"], "the engine stays on the private network"
     assert "ports" not in services["extraction"], "the engine stays on the private network"
+
+
+def test_a_worker_host_compose_file_joins_through_the_broker_and_database_alone():
+    services = yaml.safe_load((REPO_ROOT / "docker-compose.worker-host.yml").read_text())["services"]
+    assert set(services) == {"engine", "extraction", "worker"}
+    environment = services["worker"]["environment"]
+    assert environment["OCRSERVE_BROKER_URL"].startswith("${OCRSERVE_BROKER_URL:?")
+    assert environment["OCRSERVE_DATABASE_URL"].startswith("${OCRSERVE_DATABASE_URL:?")
+    assert environment["OCRSERVE_BLOB_STORE"] == "database"
+    assert all("ports" not in service for service in services.values()), "a worker host serves nobody"
+    from engine.server.cli_args import build_parser as engine_parser
+
+    for name, service in services.items():
+        subcommand, *argv = _expanded(service["command"])
+        if subcommand == "engine":
+            engine_parser().parse_args(argv)
+        else:
+            build_parser(subcommand).parse_args(argv)
 
 
 def test_compose_commands_are_ocrserve_subcommands_with_valid_arguments():
     from engine.server.cli_args import build_parser as engine_parser
 
     for name, service in _compose()["services"].items():
-        if name == "redis":
+        if name in ("redis", "postgres"):
             continue
         subcommand, *argv = _expanded(service["command"])
         if subcommand == "engine":

@@ -28,13 +28,15 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, bind: str = "127.0.0.1"):
+        """`bind`: the address(es) to listen on (other than loopback only for a multi-host test)."""
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         binary = shutil.which("redis-server")
         assert binary, "redis-server is not installed (scripts/setup.sh installs it)"
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [binary, "--port", str(self.port), "--bind", *bind.split(), "--save", "", "--appendonly", "no",
+             "--protected-mode", "no" if bind != "127.0.0.1" else "yes",
              "--daemonize", "no", "--dir", str(workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
@@ -76,12 +78,14 @@ def service_env(data_dir: Path, broker_url: str | None = None, **settings: objec
 class WorkerProcess:
     """`python -m app.commands.worker` in its own process group (so SIGKILL takes its pool too)."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, extra_args: tuple[str, ...] = ()):
+    def __init__(self, env: dict[str, str], log_path: Path, extra_args: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()):
+        """`prefix`: a command the worker runs under (`ip netns exec HOST`: another "host")."""
         self.log_path = log_path
         self._log = open(log_path, "ab")   # noqa: SIM115 - closed in stop()/kill()
         self._log_start = log_path.stat().st_size
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.commands.worker", "--loglevel", "info", *extra_args],
+            [*prefix, sys.executable, "-m", "app.commands.worker", "--loglevel", "info", *extra_args],
             env=env, cwd=REPO_ROOT, stdout=self._log, stderr=self._log, start_new_session=True)
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> WorkerProcess:

@@ -24,8 +24,8 @@ def _job(store: JobStore, owner: str, num_pages: int) -> str:
     return job_id
 
 
-def test_each_key_gets_its_quota_in_turn_and_a_finished_page_releases_the_next(tmp_path):
-    store = JobStore(tmp_path / "jobs.sqlite")
+def test_each_key_gets_its_quota_in_turn_and_a_finished_page_releases_the_next(store_location):
+    store = JobStore(store_location)
     big, second_big = _job(store, "alice", 50), _job(store, "alice", 5)
     small = _job(store, "bob", 2)
     admitted = store.admit_pages(quota=3)
@@ -43,8 +43,8 @@ def test_each_key_gets_its_quota_in_turn_and_a_finished_page_releases_the_next(t
                                                                                (second_big, 2)]
 
 
-def test_a_page_sent_again_makes_its_earlier_task_a_no_op(tmp_path):
-    store = JobStore(tmp_path / "jobs.sqlite")
+def test_a_page_sent_again_makes_its_earlier_task_a_no_op(store_location):
+    store = JobStore(store_location)
     job_id = _job(store, "alice", 1)
     [first] = store.admit_pages(quota=1)
     assert store.forget_dispatches() == 1   # e.g. the embedded broker emptied at start-up

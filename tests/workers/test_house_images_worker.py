@@ -55,3 +55,36 @@ def test_a_worker_reads_png_and_jpeg_pages_with_the_house_model(tmp_path, house_
     assert len(data["documents"]) == 2
     for document in data["documents"]:
         pages.assert_read_by_the_model({"documents": [document]})
+
+
+def test_a_worker_host_with_its_own_engine_reads_pages_and_stops_the_engine_with_it(tmp_path):
+    """`ocrserve worker --with-engine`: a worker host that starts the house engine on its loopback
+    (as `serve` does), with a key of its own making, and ends it when the worker ends."""
+    env = service_env(tmp_path, recognizer="house", render_dpi=150, worker_concurrency=1,
+                      extraction_url="http://127.0.0.1:9/v1")   # extraction elsewhere: only the OCR engine here
+    worker = WorkerProcess(env, tmp_path / "worker.log", extra_args=("--with-engine",)).wait_ready(300)
+    try:
+        assert "starting the engine (house-ocr)" in worker.log_text()
+        service = JobService(Settings(data_dir=tmp_path, render_dpi=150))
+        job = service.submit("tester", [Upload("report.png", pages.report_png())], formats="json")
+        done = wait_for(lambda: (j := service.store.get_job(job.id)).state.is_final and j, 480, what="the job")
+        engines = _engine_pids(worker.process.pid)
+        assert len(engines) == 1, "one engine, the worker's child"
+    finally:
+        worker.stop()
+    assert done.state is JobState.DONE, (done.error, worker.log_text()[-3000:])
+    pages.assert_read_by_the_model(json.loads(service.result_path(done, "json").read_text()))
+    wait_for(lambda: not _alive(engines[0]), 30, what="the engine to stop with its worker")
+
+
+def _engine_pids(parent: int) -> list[int]:
+    children = subprocess.run(["pgrep", "-P", str(parent), "-f", "engine.server"], capture_output=True, text=True)
+    return [int(pid) for pid in children.stdout.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

@@ -156,8 +156,12 @@ class ColumnWatchingStore(JobStore):
     @contextmanager
     def _connect(self):
         with super()._connect() as db:
-            db.set_authorizer(self._note)
-            yield db
+            sqlite_connection = db.connection.driver_connection
+            sqlite_connection.set_authorizer(self._note)
+            try:
+                yield db
+            finally:
+                sqlite_connection.set_authorizer(None)
 
     def _note(self, action, table, column, *_):
         if action == sqlite3.SQLITE_READ:

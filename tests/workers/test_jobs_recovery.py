@@ -5,10 +5,10 @@ retention with their files.
 """
 from __future__ import annotations
 
-import sqlite3
 import time
 
 import pytest
+from sqlalchemy import text
 
 import ocr_samples as samples
 from service_harness import RedisServer, WorkerProcess, service_env, wait_for
@@ -29,11 +29,12 @@ def redis_url(tmp_path_factory):
 def _age(service: JobService, job_id: str, **columns_s_ago: float) -> None:
     """Move the job's timestamps into the past (what time and a crash would have done)."""
     now = time.time()
-    with sqlite3.connect(service.store.path) as db:
+    with service.store.engine.begin() as db:
         for column, seconds_ago in columns_s_ago.items():
             table = "pages" if column == "dispatched_at" else "jobs"
             key = "job_id" if table == "pages" else "id"
-            db.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", (now - seconds_ago, job_id))
+            db.execute(text(f"UPDATE {table} SET {column} = :t WHERE {key} = :id"),
+                       {"t": now - seconds_ago, "id": job_id})
 
 
 def _stored_but_never_sent(service: JobService, data: bytes) -> str:
@@ -112,8 +113,9 @@ def test_a_page_task_killed_past_its_hard_limit_is_sent_again_and_counts_a_lost_
     recover(app, service.store, settings)
     assert service.store.admit_pages(quota=1) == [], "a page within its time limit may still be running"
 
-    with sqlite3.connect(service.store.path) as db:   # its task started longer ago than any task may run
-        db.execute("UPDATE pages SET updated_at = ? WHERE job_id = ?", (time.time() - 20 - 10 - 31, job.id))
+    with service.store.engine.begin() as db:   # its task started longer ago than any task may run
+        db.execute(text("UPDATE pages SET updated_at = :t WHERE job_id = :id"),
+                   {"t": time.time() - 20 - 10 - 31, "id": job.id})
     recover(app, service.store, settings)
     claim = service.store.claim_page(job.id, 0, 0, sent.dispatch + 1)
     assert claim is not None and claim.lost_runs == 1

@@ -53,3 +53,13 @@ def test_the_embedded_broker_reports_workers_as_unknown(tmp_path):
     code, report = _status(service_env(tmp_path / "data"))
     assert code == 0 and report["broker"] == {"ok": True, "kind": "embedded"}
     assert report["workers"]["count"] is None and "embedded" in report["workers"]["detail"]
+
+
+def test_status_names_a_postgresql_job_store_and_says_when_it_stops_answering(tmp_path, postgres_server):
+    env = service_env(tmp_path / "data", database_url=postgres_server.new_database())
+    code, report = _status(env)
+    assert code == 0 and report["database"] == {"ok": True, "kind": "postgresql", "jobs_active": 0}
+    env["OCRSERVE_DATABASE_URL"] = postgres_server.url("no_such_database")
+    code, report = _status(env)
+    assert code == 1 and report["status"] == "degraded"
+    assert report["database"]["ok"] is False and report["database"]["kind"] == "postgresql"

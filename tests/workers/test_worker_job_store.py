@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
+from sqlalchemy import text
 
 from workers.job_model import JobFile, JobOptions, JobState, PageState
 from workers.job_store import JobStore
 
 
 @pytest.fixture()
-def store(tmp_path):
-    return JobStore(tmp_path / "jobs.sqlite")
+def store(store_location):
+    return JobStore(store_location)
 
 
 def _job(store: JobStore, owner: str = "alice", pages: tuple[int, ...] = (0, 1, 2)) -> str:
@@ -78,14 +78,13 @@ def test_jobs_are_listed_per_owner_newest_first(store):
     assert store.unfinished_job_ids()[:2] == [first, second]
 
 
-def test_the_store_survives_reopening(tmp_path):
-    job_id = _job(JobStore(tmp_path / "jobs.sqlite"))
-    assert JobStore(tmp_path / "jobs.sqlite").get_job(job_id).pages_total == 4
+def test_the_store_survives_reopening(store_location):
+    job_id = _job(JobStore(store_location))
+    assert JobStore(store_location).get_job(job_id).pages_total == 4
 
 
 def test_a_page_left_running_past_the_hard_limit_is_failed_by_the_rescue(tmp_path):
     """What the chord's error callback does after a page task was killed by its hard time limit."""
-    import sqlite3
     import time
 
     from workers.job_runner import JobRunner
@@ -99,9 +98,9 @@ def test_a_page_left_running_past_the_hard_limit_is_failed_by_the_rescue(tmp_pat
     runner.store.mark_job_running(job_id)
     assert runner.store.claim_page(job_id, 0, 0) and runner.store.claim_page(job_id, 0, 1)
     assert not runner.rescue_job(job_id), "pages still within their time limit may yet finish"
-    with sqlite3.connect(runner.store.path) as db:   # page 1 started longer ago than any task may run
-        db.execute("UPDATE pages SET updated_at = ? WHERE page_index = 0",
-                   (time.time() - settings.page_time_limit_s - HARD_LIMIT_GRACE_S - 1,))
+    with runner.store.engine.begin() as db:   # page 1 started longer ago than any task may run
+        db.execute(text("UPDATE pages SET updated_at = :t WHERE page_index = 0"),
+                   {"t": time.time() - settings.page_time_limit_s - HARD_LIMIT_GRACE_S - 1})
     assert not runner.rescue_job(job_id)
     runner.store.save_page(job_id, 0, 1, PageState.DONE, None, {"file_index": 0, "page": 2, "width": 10, "height": 10,
                                                                  "dpi": 72, "regions": []})
@@ -119,7 +118,8 @@ def test_a_job_stored_before_the_text_layer_option_loads_with_auto(store):
     store.create_job(never, "alice", [JobFile("a.pdf", "pdf", 1, "0" * 64, (0,))], JobOptions(("md",), text_layer="never"))
     assert store.get_job(never).options.text_layer == "never"
     # A record written before the option existed has no text_layer in its options.
-    with sqlite3.connect(store.path) as db:
-        db.execute("UPDATE jobs SET options = ? WHERE id = ?", (json.dumps({"formats": ["md"], "dpi": None}), never))
+    with store.engine.begin() as db:
+        db.execute(text("UPDATE jobs SET options = :o WHERE id = :id"),
+                   {"o": json.dumps({"formats": ["md"], "dpi": None}), "id": never})
     old = store.get_job(never)
     assert old.options == JobOptions(("md",)) and old.options.text_layer == "auto"
