@@ -43,7 +43,8 @@ class EngineConfig:
     # Drafts for every other greedy request (engine/spec/), up to `draft_tokens` a step: "auto" and
     # "none": only the model's own (above); "ngram": prompt lookup, matching the last `ngram_max`
     # down to `ngram_min` tokens of prompt + output earlier in them; "draft_model": greedy tokens of
-    # `draft_model` (a smaller model with the same tokenizer, served in this process).
+    # `draft_model` (a smaller model with the same tokenizer, served in this process). The CLI
+    # also takes vLLM's and SGLang's spellings of these (engine/spec/flags.py).
     speculative_algorithm: str = "auto"
     draft_tokens: int = 4
     ngram_min: int = 2

@@ -397,6 +397,7 @@ class Engine:
         self.num_accepted_draft_tokens += len(accepted) - 1
         if self.metrics is not None:
             self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
+            self.metrics.on_spec_verified(req.spec_method, len(draft), len(accepted) - 1)
         req.spec_ids = []
         for j, token in enumerate(accepted):
             if req.rescore:    # before the token: a finishing token's rescoring reads them

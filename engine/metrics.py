@@ -25,6 +25,15 @@ lock to be read as a consistent pair.
 | ocrserve_inter_token_latency_seconds | histogram | on_inter_token |
 | ocrserve_retractions_total | counter | on_retract |
 | ocrserve_request_aborts_total | counter | on_abort |
+| ocrserve_spec_draft_tokens_total, ocrserve_spec_accepted_tokens_total | counter: all methods | on_draft_verified |
+| ocrserve_spec_draft_tokens_by_method_total{method} | counter | on_spec_verified |
+| ocrserve_spec_accepted_tokens_by_method_total{method} | counter | on_spec_verified |
+| ocrserve_spec_acceptance_length{method} | histogram: drafted tokens kept per verification | on_spec_verified |
+| ocrserve_spec_rescored_lines_total{kept} | counter | on_rescored |
+
+Speculative decoding's series by method (SPEC_METHODS: the drafters' names) sum to
+the unlabelled totals: the engine records each verdict under the method the
+scheduler noted on the request (`Request.spec_method`) when it handed out the draft.
 """
 from __future__ import annotations
 
@@ -39,6 +48,10 @@ FINISH_REASONS = ("stop", "length", "abort", "stop_regex_timeout")   # the last:
 # behind others on a CPU; inter-token latency spans one small GPU step up to a
 # large CPU batch.
 TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
+# Drafted tokens kept in one verification step: 0 (the first was rejected) up to the draft size
+# (n-grams and draft models: a few; house-ocr's CTC draft: up to 32 by default).
+ACCEPTANCE_LENGTH_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
+SPEC_METHODS = ("ngram", "draft_model", "grammar", "ctc")   # engine/spec's drafters' names
 ITL_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -95,6 +108,19 @@ class EngineMetrics:
                                     "Drafted tokens verified by speculative decoding.", registry=r)
         self.accepted_draft_tokens = Counter("ocrserve_spec_accepted_tokens",
                                              "Drafted tokens the model agreed with (kept).", registry=r)
+        self.method_draft_tokens = Counter("ocrserve_spec_draft_tokens_by_method",
+                                           "Drafted tokens verified, by drafting method.", ["method"], registry=r)
+        self.method_accepted_tokens = Counter("ocrserve_spec_accepted_tokens_by_method",
+                                              "Drafted tokens the model agreed with (kept), by drafting method.",
+                                              ["method"], registry=r)
+        self.acceptance_length = Histogram("ocrserve_spec_acceptance_length",
+                                           "Drafted tokens kept by one verification step (the step also adds the "
+                                           "model's own next token), by drafting method.", ["method"],
+                                           buckets=ACCEPTANCE_LENGTH_BUCKETS, registry=r)
+        for method in SPEC_METHODS:
+            self.method_draft_tokens.labels(method=method)
+            self.method_accepted_tokens.labels(method=method)
+            self.acceptance_length.labels(method=method)
         self.rescored_lines = Counter("ocrserve_spec_rescored_lines",
                                       "Finished greedy lines rescored against their draft (house-ocr), by the "
                                       "output kept.", ["kept"], registry=r)
@@ -134,6 +160,12 @@ class EngineMetrics:
     def on_draft_verified(self, num_drafted: int, num_accepted: int) -> None:
         self.draft_tokens.inc(num_drafted)
         self.accepted_draft_tokens.inc(num_accepted)
+
+    def on_spec_verified(self, method: str, num_drafted: int, num_accepted: int) -> None:
+        """One verification step of a draft made by `method` (one of SPEC_METHODS)."""
+        self.method_draft_tokens.labels(method=method).inc(num_drafted)
+        self.method_accepted_tokens.labels(method=method).inc(num_accepted)
+        self.acceptance_length.labels(method=method).observe(num_accepted)
 
     def on_rescored(self, kept_draft: bool) -> None:
         self.rescored_lines.labels(kept="draft" if kept_draft else "decoder").inc()

@@ -89,6 +89,7 @@ class Request:
     aborted: bool = False
     # Output not yet handed to the caller (drained by the engine after each step).
     spec_ids: list[int] = field(default_factory=list)
+    spec_method: str = ""   # the drafter that made spec_ids (engine/spec: ngram, draft_model, grammar, ctc)
     num_draft_proposed: int = 0
     num_draft_accepted: int = 0
     pending_text: str = ""

@@ -48,6 +48,10 @@ class SamplingParams:
     skip_special_tokens: bool = True
     # Constrained decoding (engine.grammar.GrammarSpec): JSON schema, JSON object, regex or EBNF.
     grammar: object | None = None
+    # False: no speculative drafts for this request (the scheduler skips it), whatever the engine
+    # drafts for others. Its tokens are the same either way (engine/spec/verify.py); the switch
+    # is for measuring, and for a client that knows its output will not copy its prompt.
+    speculative: bool = True
 
     @property
     def is_greedy(self) -> bool:
@@ -85,7 +89,7 @@ class SamplingParams:
             _check_int("seed", self.seed, lo=MIN_SEED, hi=MAX_SEED)
         if self.logprobs is not None:
             _check_int("logprobs", self.logprobs, lo=0, hi=MAX_LOGPROBS)
-        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens"):
+        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be true or false, got {getattr(self, name)!r}", name)
         self.stop = _as_list("stop", self.stop)

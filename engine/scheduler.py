@@ -70,20 +70,20 @@ class Scheduler:
             pending = req.num_pending
             if pending == 1:
                 # a decode step; drafted tokens verified with it count against the token budget
-                spec = self._draft(req, budget)
+                spec, method = self._draft(req, budget)
                 n, cost = 1 + len(spec), len(spec)
             else:
                 n = min(pending, budget)
                 if n == 0:
                     continue  # a prefill chunk waits for next step's budget
                 # the chunk that ends the prompt verifies a draft of the first output tokens too
-                spec = self._draft(req, budget - n) if n == pending else []
+                spec, method = self._draft(req, budget - n) if n == pending else ([], "")
                 n += len(spec)
                 cost = n
             if not self._grow(req, n, batch):
                 continue  # req itself was retracted
             budget -= cost
-            req.spec_ids = spec
+            self._hand_draft(req, spec, method)
             self._append(batch, req, n, sample=True if spec else None)
         self._admit(batch, budget)
         return batch if batch.requests else None
@@ -102,7 +102,7 @@ class Scheduler:
                 self.cache.lock(node)
             n = min(req.num_tokens - prefix_len, budget)
             # A prompt that runs whole this step verifies a draft of its first output tokens with it.
-            spec = self._draft(req, budget - n) if n == req.num_tokens - prefix_len else []
+            spec, method = self._draft(req, budget - n) if n == req.num_tokens - prefix_len else ([], "")
             n += len(spec)
             # Keep one slot per running decode free, so admitting does not force a retraction next step.
             headroom = sum(1 for r in self.running if r.num_pending == 1)
@@ -112,7 +112,7 @@ class Scheduler:
                 return
             new_slots = self.pool.alloc(n, req.owner_id)
             self.waiting.popleft()
-            req.spec_ids = spec
+            self._hand_draft(req, spec, method)
             req.kv_slots = torch.cat([slots, new_slots])
             req.num_computed = req.num_locked = prefix_len
             req.cache_node = node
@@ -129,20 +129,28 @@ class Scheduler:
         """Let each drafter draft for its decoding requests at once (a draft model's batch)."""
         by_drafter: dict[int, tuple[object, list[Request]]] = {}
         for req in self.running:
-            if req.drafter is not None and req.status is RequestStatus.RUNNING and req.num_pending == 1:
+            if (req.drafter is not None and req.params.speculative and req.status is RequestStatus.RUNNING
+                    and req.num_pending == 1):
                 preparer = req.drafter.preparer
                 by_drafter.setdefault(id(preparer), (preparer, []))[1].append(req)
         for drafter, reqs in by_drafter.values():
             drafter.prepare(reqs)
 
-    def _draft(self, req: Request, budget: int) -> list[int]:
-        """Drafted tokens to verify after the request's pending ones this step (none without a draft)."""
+    def _draft(self, req: Request, budget: int) -> tuple[list[int], str]:
+        """Drafted tokens to verify after the request's pending ones this step, and the method that
+        drafted them (none without a drafter, or for a request that asked for none)."""
         drafter = req.drafter
-        if drafter is None:
-            return []
+        if drafter is None or not req.params.speculative:
+            return [], ""
         room = req.max_output_len - len(req.output_ids) - 1
         k = min(drafter.num_tokens, budget, room)
-        return drafter.propose(req, k) if k > 0 else []
+        return drafter.draft(req, k) if k > 0 else ([], drafter.name)
+
+    @staticmethod
+    def _hand_draft(req: Request, spec: list[int], method: str) -> None:
+        """The request verifies `spec` this step; the engine records the verdict under `method`."""
+        req.spec_ids = spec
+        req.spec_method = method
 
     def _append(self, batch: ScheduledBatch, req: Request, n: int, sample: bool | None = None) -> None:
         batch.requests.append(req)

@@ -43,6 +43,15 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def speculative_config(text: str) -> dict:
+    from engine.spec.flags import parse_speculative_config
+
+    try:
+        return parse_speculative_config(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocrserve engine",
@@ -61,20 +70,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-running-requests", type=positive_int, default=64)
     parser.add_argument("--speculative-tokens", type=int, default=32,
                         help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
-    parser.add_argument("--speculative-algorithm", type=str.lower, choices=("auto", "none", "ngram", "draft_model"),
-                        default="auto",
+    # Speculative drafts for every greedy request, in our, SGLang's and vLLM's spellings (engine/spec/flags.py).
+    parser.add_argument("--speculative-algorithm", type=str.lower, default=None,
                         help="drafts for the other greedy requests: ngram (prompt lookup, any model: extraction "
-                             "copies its values out of the prompt), draft_model (--speculative-draft-model-path); "
-                             "auto/none: only a model's own drafts")
-    parser.add_argument("--speculative-num-draft-tokens", type=positive_int, default=4,
-                        help="n-gram or draft-model drafts: the most tokens drafted per request and step (default 4)")
+                             "copies its values out of the prompt), draft_model or SGLang's standalone "
+                             "(--speculative-draft-model-path); auto/none (default auto): only a model's own drafts. "
+                             "Case-insensitive (SGLang's NGRAM works); EAGLE and MTP are refused")
+    parser.add_argument("--speculative-num-draft-tokens", type=positive_int, default=None,
+                        help="the most tokens drafted per request and step, one chain (default 4); with "
+                             "--speculative-num-steps N it must be N + 1, SGLang's count for a chain")
+    parser.add_argument("--speculative-num-steps", type=positive_int, default=None,
+                        help="SGLang's spelling: a chain of N drafted tokens per step (sets the draft size to N)")
+    parser.add_argument("--speculative-eagle-topk", type=int, default=None,
+                        help="SGLang's spelling; only 1: drafts are verified as a single chain, not a tree")
     parser.add_argument("--speculative-draft-model-path", default=None, metavar="MODEL",
                         help="the draft model (a built-in name, a checkpoint folder or a .gguf file) with the same "
                              "tokenizer, served in this process; with --speculative-algorithm draft_model")
-    parser.add_argument("--speculative-ngram-min", type=positive_int, default=2,
+    parser.add_argument("--speculative-ngram-min", type=positive_int, default=None,
                         help="n-gram drafts: the shortest tail of the output matched in the prompt (default 2)")
-    parser.add_argument("--speculative-ngram-max", type=positive_int, default=4,
+    parser.add_argument("--speculative-ngram-max", type=positive_int, default=None,
                         help="n-gram drafts: the longest tail matched, tried first (default 4)")
+    parser.add_argument("--speculative-config", type=speculative_config, default=None, metavar="JSON",
+                        help="vLLM's spelling, instead of the flags above or agreeing with them: "
+                             "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_min\": 2, "
+                             "\"prompt_lookup_max\": 4}' or '{\"model\": MODEL, \"num_speculative_tokens\": 4}'; "
+                             "other methods (eagle, medusa, mtp, ...) and keys are refused")
     parser.add_argument("--no-ctc-rescoring", action="store_true",
                         help="house-ocr: plain greedy tokens, without keeping the CTC reading where it scores higher")
     parser.add_argument("--schedule-policy", choices=("fcfs", "lpm"), default="fcfs")
@@ -142,14 +162,18 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
 def engine_config_from_args(args: argparse.Namespace):
     """The engine's `EngineConfig` (ValueError when the engine refuses the combination)."""
     from engine.config import EngineConfig
+    from engine.spec.flags import speculative_settings
 
+    speculative = speculative_settings(
+        config=args.speculative_config, algorithm=args.speculative_algorithm,
+        num_draft_tokens=args.speculative_num_draft_tokens, num_steps=args.speculative_num_steps,
+        eagle_topk=args.speculative_eagle_topk, ngram_min=args.speculative_ngram_min,
+        ngram_max=args.speculative_ngram_max, draft_model=args.speculative_draft_model_path)
     return EngineConfig(
         model=args.model, kv_tokens=args.kv_tokens, kv_memory_bytes=args.kv_memory,
         context_length=args.context_length, max_prefill_tokens=args.max_prefill_tokens,
         max_running_requests=args.max_running_requests, schedule_policy=args.schedule_policy,
-        speculative_tokens=args.speculative_tokens, speculative_algorithm=args.speculative_algorithm,
-        draft_tokens=args.speculative_num_draft_tokens, ngram_min=args.speculative_ngram_min,
-        ngram_max=args.speculative_ngram_max, draft_model=args.speculative_draft_model_path,
+        speculative_tokens=args.speculative_tokens, **speculative,
         ctc_rescoring=not args.no_ctc_rescoring,
         enable_prefix_cache=not args.disable_prefix_cache,
         share_prefix_cache_across_tenants=args.share_prefix_cache_across_tenants,

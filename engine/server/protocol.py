@@ -10,14 +10,15 @@ sources by the engine's `GrammarSpec.validate`, not here.
 Extensions beyond OpenAI: `top_k`, `min_p`, `repetition_penalty`, `stop_regex`,
 `stop_token_ids`, `ignore_eos`, `include_stop_str_in_output`,
 `skip_special_tokens`, `tenant` (prefix-cache isolation; `user` is the fallback),
-`response_format` on text completions too, and SGLang's `regex` / `ebnf`
-constraints (see `grammar_request`).
+`response_format` on text completions too, SGLang's `regex` / `ebnf`
+constraints (see `grammar_request`), and `speculative` (false: no speculative
+drafts for this request; a JSON boolean, not 0/1 or "false").
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class StrictModel(BaseModel):
@@ -97,6 +98,7 @@ class GenerationFields(StrictModel):
     response_format: ResponseFormat | None = None
     regex: str | None = None
     ebnf: str | None = None
+    speculative: StrictBool | None = None
 
     @property
     def tenant_key(self) -> str:

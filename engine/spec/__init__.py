@@ -25,11 +25,16 @@ Drafters:
 
 Which requests take drafts: the model's own, greedy requests without penalties
 or grammar (`SamplingParams.allows_draft`: rescoring compares raw scores);
-n-grams, every greedy request. A request whose choice at a position depends on
+n-grams, every greedy request; none, a request that says `speculative=False`
+(the scheduler skips it). A request whose choice at a position depends on
 the tokens before it (a grammar's mask, penalties' counts) is verified position
 by position through the grammar and the sampler, advanced past the drafted
 tokens kept so far (`verify.py`), so its tokens and logprobs
 are those of one token a step.
+
+Each draft is counted in the metrics under the method that made it
+(`Drafter.draft`: a grammar drafter's fallback drafts as n-grams). `flags.py`
+maps vLLM's and SGLang's command-line spellings onto `EngineConfig`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 
 class Drafter(ABC):
-    """Proposes tokens to follow a request's output; stateless across requests."""
+    """Proposes tokens to follow a request's output; stateless across requests. `name` is the
+    drafting method the metrics count its drafts under (engine/metrics.py's SPEC_METHODS)."""
 
     name: str = ""
 
@@ -23,6 +24,10 @@ class Drafter(ABC):
     def propose(self, req: Request, k: int) -> list[int]:
         """Up to `k` (<= num_tokens) tokens to verify after the request's pending one."""
 
+    def draft(self, req: Request, k: int) -> tuple[list[int], str]:
+        """`propose`'s tokens and the method that made them (a wrapper's may be the wrapped one's)."""
+        return self.propose(req, k), self.name
+
     def prepare(self, reqs: list[Request]) -> None:
         """Called once a step, before `propose`, with the decoding requests this drafter serves:
         a drafter that runs a model drafts for all of them in one batch here."""
@@ -34,9 +39,10 @@ class Drafter(ABC):
 
 
 class ModelDrafter(Drafter):
-    """The model's own draft of the whole output (`Request.draft_ids`, house-ocr's CTC reading)."""
+    """The model's own draft of the whole output (`Request.draft_ids`): today only house-ocr's
+    CTC reading of its line, hence the method's name."""
 
-    name = "model"
+    name = "ctc"
 
     def propose(self, req: Request, k: int) -> list[int]:
         return req.propose(k)
@@ -75,16 +81,19 @@ class GrammarDrafter(Drafter):
         return self.fallback if self.fallback is not None else self
 
     def propose(self, req: Request, k: int) -> list[int]:
+        return self.draft(req, k)[0]
+
+    def draft(self, req: Request, k: int) -> tuple[list[int], str]:
         grammar = req.grammar_state
         if grammar is not None:
             forced = grammar.jump_forward_string()
             if forced:
                 ids = list(self.encode(forced)[:k])
                 if ids:
-                    return ids
+                    return ids, self.name
         if self.fallback is None:
-            return []
-        return self.fallback.propose(req, min(k, self.fallback.num_tokens))
+            return [], self.name
+        return self.fallback.draft(req, min(k, self.fallback.num_tokens))
 
 
 class DraftModelDrafter(Drafter):

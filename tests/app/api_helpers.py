@@ -1,7 +1,7 @@
 """Helpers for the API tests: keys, headers, upload fields, waiting for a job."""
 from __future__ import annotations
 
-import time
+from job_polling import wait_for_job_view
 
 KEY_ALICE = "alice-test-key"
 KEY_BOB = "bob-test-key"
@@ -17,10 +17,4 @@ def upload(*named: tuple[str, bytes]) -> list[tuple[str, tuple[str, bytes, str]]
 
 
 def wait_for_job(client, job_id: str, key: str = KEY_ALICE, timeout_s: float = 180) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}", headers=auth(key)).json()
-        if job["state"] in ("done", "failed", "cancelled"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {timeout_s} s: {job}")
+    return wait_for_job_view(client, job_id, auth(key), timeout_s)

@@ -1,7 +1,8 @@
 """A draft model behind the drafter interface (`speculative_algorithm="draft_model"`): SmolLM2's
 greedy outputs with drafts from (a) SmolLM2 itself, whose every draft holds, and (b) a tiny
 random-weight Llama with SmolLM2's tokenizer, whose drafts nearly all fail, are both token for
-token the outputs without drafts; a draft model with another tokenizer is refused at start."""
+token the outputs without drafts, and the metrics count the drafts as the draft model's; a draft
+model with another tokenizer is refused at start."""
 from __future__ import annotations
 
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from engine.config import EngineConfig
 from engine.engine import Engine, EngineStartupError
+from engine.metrics import EngineMetrics
 from engine.sampling_params import SamplingParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +42,7 @@ def undrafted():
 def _drafted_outputs(draft_model: str, undrafted) -> tuple[list[list[int]], Engine]:
     prompts, params, _ = undrafted
     engine = Engine(EngineConfig(**COMMON, speculative_algorithm="draft_model", draft_model=draft_model,
-                                 draft_kv_tokens=4096))
+                                 draft_kv_tokens=4096), metrics=EngineMetrics())
     return [o.token_ids for o in engine.generate(prompts, params)], engine
 
 
@@ -50,6 +52,11 @@ def test_self_drafting_keeps_every_draft_and_the_output(undrafted, smollm2_path)
         assert outputs == undrafted[2]
         assert engine.num_draft_tokens > 20 and engine.num_accepted_draft_tokens >= 0.9 * engine.num_draft_tokens
         assert engine.num_steps < sum(len(o) for o in outputs)
+        # the metrics count them under the draft model's name
+        registry, label = engine.metrics.registry, {"method": "draft_model"}
+        assert registry.get_sample_value("ocrserve_spec_draft_tokens_by_method_total", label) == engine.num_draft_tokens
+        assert registry.get_sample_value("ocrserve_spec_accepted_tokens_by_method_total",
+                                         label) == engine.num_accepted_draft_tokens
         engine.pool.check_invariants()
         engine.draft_engine.pool.check_invariants()
     finally:

@@ -1,8 +1,10 @@
 """N-gram (prompt lookup) drafts through the engine loop, on SmolLM2's real weights: every
 greedy output, free or grammar-constrained, is token for token the output of the same engine
-without drafts; drafts were proposed and accepted; the pool's invariants hold after."""
+without drafts; drafts were proposed and accepted; the pool's invariants hold after. A request
+that switches drafting off gets none and the same tokens; the metrics count drafts by method."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jsonschema
@@ -11,6 +13,7 @@ import pytest
 from engine.config import EngineConfig
 from engine.engine import Engine
 from engine.grammar import GrammarSpec
+from engine.metrics import SPEC_METHODS, EngineMetrics
 from engine.request import Request
 from engine.sampling_params import SamplingParams
 from engine.spec import NgramDrafter, propose_ngram
@@ -59,7 +62,8 @@ def test_ngram_drafter_reads_prompt_and_output():
 def engines():
     common = dict(model="smollm2-135m", context_length=1024, kv_tokens=8192, debug=True)
     plain = Engine(EngineConfig(**common, speculative_algorithm="none"))
-    drafted = Engine(EngineConfig(**common, speculative_algorithm="ngram", draft_tokens=6))
+    drafted = Engine(EngineConfig(**common, speculative_algorithm="ngram", draft_tokens=6),
+                     metrics=EngineMetrics("smollm2-135m"))
     yield plain, drafted
     plain.close()
     drafted.close()
@@ -155,3 +159,48 @@ def test_grammar_requests_draft_the_forced_text_first(engines):
     assert forced.startswith('{') and '"invoice_number"' in forced
     draft = req.drafter.propose(req, 12)
     assert drafted.tokenizer.decode(draft) == forced[:len(drafted.tokenizer.decode(draft))] and draft
+
+
+def spec_counts(engine) -> dict[str, tuple[float, float, float]]:
+    """method -> (drafted, accepted, verification steps), from the engine's Prometheus registry."""
+    registry = engine.metrics.registry
+    return {m: tuple(registry.get_sample_value(name, {"method": m}) for name in (
+        "ocrserve_spec_draft_tokens_by_method_total", "ocrserve_spec_accepted_tokens_by_method_total",
+        "ocrserve_spec_acceptance_length_count")) for m in SPEC_METHODS}
+
+
+def test_a_request_that_switches_drafting_off_gets_no_drafts_and_the_same_tokens(engines):
+    _, drafted = engines
+    prompts = [chat(drafted.tokenizer, "Copy this text exactly: " + TEXT),
+               chat(drafted.tokenizer, "Extract the invoice fields as JSON: " + TEXT)]
+    params = [SamplingParams(temperature=0, max_tokens=30),
+              SamplingParams(temperature=0, max_tokens=30, grammar=GrammarSpec(json_schema=json.dumps(SCHEMA)))]
+    before, num_drafted = spec_counts(drafted), drafted.num_draft_tokens
+    off = drafted.generate(prompts, [dataclasses.replace(p, speculative=False) for p in params])
+    assert spec_counts(drafted) == before and drafted.num_draft_tokens == num_drafted
+    on = drafted.generate(prompts, params)
+    assert [o.token_ids for o in off] == [o.token_ids for o in on]
+    after = spec_counts(drafted)
+    assert after["ngram"][0] > before["ngram"][0] and after["grammar"][0] > before["grammar"][0]
+    drafted.pool.check_invariants()
+
+
+def test_drafts_are_counted_by_method_and_sum_to_the_totals(engines):
+    """Per-method series: drafted and kept tokens add up to the unlabelled totals; the acceptance
+    length histogram has one observation per verification step, summing to the kept tokens."""
+    _, drafted = engines
+    schema = GrammarSpec(json_schema=json.dumps(SCHEMA))
+    drafted.generate([chat(drafted.tokenizer, "Repeat after me: " + TEXT), chat(drafted.tokenizer, "JSON: " + TEXT)],
+                     [SamplingParams(temperature=0, max_tokens=24), SamplingParams(temperature=0, max_tokens=40,
+                                                                                   grammar=schema)])
+    counts, registry = spec_counts(drafted), drafted.metrics.registry
+    assert sum(c[0] for c in counts.values()) == drafted.num_draft_tokens
+    assert sum(c[1] for c in counts.values()) == drafted.num_accepted_draft_tokens
+    assert registry.get_sample_value("ocrserve_spec_draft_tokens_total") == drafted.num_draft_tokens
+    assert counts["draft_model"] == counts["ctc"] == (0, 0, 0)
+    for method in ("ngram", "grammar"):
+        drafted_tokens, kept, steps = counts[method]
+        assert 0 < kept <= drafted_tokens and 0 < steps <= drafted_tokens
+        assert registry.get_sample_value("ocrserve_spec_acceptance_length_sum", {"method": method}) == kept
+        assert registry.get_sample_value("ocrserve_spec_acceptance_length_bucket",
+                                         {"method": method, "le": "+Inf"}) == steps

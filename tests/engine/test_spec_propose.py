@@ -1,8 +1,9 @@
-"""Where a request's draft continues once its output has left the draft."""
+"""Where a request's draft continues once its output has left the draft, and the method it is counted under."""
 from __future__ import annotations
 
 from engine.request import Request
 from engine.sampling_params import SamplingParams
+from engine.spec import GrammarDrafter, ModelDrafter, NgramDrafter
 
 
 def _request(draft: list[int], output: list[int]) -> Request:
@@ -33,3 +34,12 @@ def test_a_skipped_token_realigns_on_the_longest_tail_found():
 
 def test_an_output_unlike_the_draft_gets_no_proposal():
     assert _request(DRAFT, [11, 12, 13]).propose(4) == []
+
+
+def test_drafts_name_the_method_that_made_them():
+    req = _request([5, 6, 7, 8], [5, 6])
+    assert ModelDrafter(4).draft(req, 2) == ([7, 8], "ctc")
+    # no grammar: a grammar drafter's draft is its fallback's, and counted as such
+    req.output_ids = [1, 2]
+    assert GrammarDrafter(8, lambda text: [], NgramDrafter(3)).draft(req, 8) == ([3, 1, 2], "ngram")
+    assert GrammarDrafter(8, lambda text: []).draft(req, 8) == ([], "grammar")

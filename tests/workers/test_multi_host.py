@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import httpx
 import pymupdf
@@ -16,6 +15,7 @@ import pytest
 
 import netns_hosts
 import ocr_samples as samples
+from job_polling import wait_for_job_view
 from postgres_server import PostgresServer
 from service_harness import REPO_ROOT, RedisServer, WorkerProcess, free_port, service_env, wait_for
 from workers.job_model import PageState
@@ -151,13 +151,7 @@ def _submit(client: httpx.Client, owner: str, pdf: bytes) -> str:
 
 
 def _finished(client: httpx.Client, owner: str, job_id: str, timeout_s: float = 180) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}", headers=_auth(owner)).json()
-        if job["state"] in ("done", "failed", "cancelled"):
-            return job
-        time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {timeout_s} s: {job}")
+    return wait_for_job_view(client, job_id, _auth(owner), timeout_s)
 
 
 def _count(store: JobStore, job_id: str, state: PageState) -> int:

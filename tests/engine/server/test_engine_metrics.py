@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import threading
 
-from engine.metrics import EngineMetrics
+from engine.metrics import SPEC_METHODS, EngineMetrics
+from engine.spec import DraftModelDrafter, GrammarDrafter, ModelDrafter, NgramDrafter
 
 from .conftest import read_metrics
 
@@ -32,7 +33,16 @@ SERIES_AT_ZERO = [
     "ocrserve_request_aborts_total",
     "ocrserve_spec_draft_tokens_total",
     "ocrserve_spec_accepted_tokens_total",
-]
+    'ocrserve_spec_rescored_lines_total{kept="decoder"}',
+    'ocrserve_spec_rescored_lines_total{kept="draft"}',
+] + [series.format(method=method) for method in SPEC_METHODS for series in (
+    'ocrserve_spec_draft_tokens_by_method_total{{method="{method}"}}',
+    'ocrserve_spec_accepted_tokens_by_method_total{{method="{method}"}}',
+    'ocrserve_spec_acceptance_length_count{{method="{method}"}}',
+    'ocrserve_spec_acceptance_length_sum{{method="{method}"}}',
+    'ocrserve_spec_acceptance_length_bucket{{le="0.0",method="{method}"}}',
+    'ocrserve_spec_acceptance_length_bucket{{le="+Inf",method="{method}"}}',
+)]
 
 
 def test_every_series_exists_at_zero_from_construction():
@@ -74,6 +84,27 @@ def test_hooks_move_their_series():
     assert samples["ocrserve_kv_cache_total_tokens"] == 1024
     assert samples["ocrserve_kv_cache_usage_ratio"] == 0.25
     assert samples["ocrserve_prefix_cache_tokens"] == 90
+
+
+def test_draft_verdicts_are_counted_by_method():
+    metrics = EngineMetrics("m")
+    metrics.on_spec_verified("ngram", num_drafted=4, num_accepted=0)
+    metrics.on_spec_verified("ngram", num_drafted=4, num_accepted=3)
+    metrics.on_spec_verified("grammar", num_drafted=6, num_accepted=6)
+    samples = read_metrics(metrics.render().decode())
+    assert samples['ocrserve_spec_draft_tokens_by_method_total{method="ngram"}'] == 8
+    assert samples['ocrserve_spec_accepted_tokens_by_method_total{method="ngram"}'] == 3
+    assert samples['ocrserve_spec_acceptance_length_count{method="ngram"}'] == 2
+    assert samples['ocrserve_spec_acceptance_length_bucket{le="0.0",method="ngram"}'] == 1
+    assert samples['ocrserve_spec_acceptance_length_bucket{le="2.0",method="ngram"}'] == 1
+    assert samples['ocrserve_spec_acceptance_length_bucket{le="3.0",method="ngram"}'] == 2
+    assert samples['ocrserve_spec_acceptance_length_sum{method="grammar"}'] == 6
+    assert samples['ocrserve_spec_draft_tokens_by_method_total{method="ctc"}'] == 0
+
+
+def test_every_drafter_counts_under_a_method_present_from_start():
+    names = {ModelDrafter.name, NgramDrafter.name, GrammarDrafter.name, DraftModelDrafter.name}
+    assert names == set(SPEC_METHODS)
 
 
 def test_engines_have_separate_registries():
