@@ -6,7 +6,8 @@ Each shard `shard-NNNNN.npz` holds `features` (float16 [total_frames, 120]),
 `offsets` (int64 [n + 1]) and `texts`. Shards are written atomically, so
 training can start on the first ones while later ones are being made. Shard k
 is generated from seed (seed, k) alone: any shard can be regenerated exactly.
-`--held-out` makes the validation set from the held-out fonts and corpus.
+`--held-out` makes the validation set from the held-out fonts and corpus; `--long` full-width
+lines; `--technical` small-print markup, code, index and bibliography lines.
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ from training.house_ocr import corpus, fonts, render
 
 
 def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEncoder,
-               long_lines: bool = False) -> dict[str, np.ndarray]:
-    rng = random.Random(f"{seed}/{index}/{held_out}" + ("/long" if long_lines else ""))
+               long_lines: bool = False, technical: bool = False) -> dict[str, np.ndarray]:
+    rng = random.Random(f"{seed}/{index}/{held_out}" + ("/long" if long_lines else "")
+                        + ("/technical" if technical else ""))
     np.random.seed(rng.getrandbits(32))
     font_set = fonts.held_out_fonts() if held_out else fonts.training_fonts()
     text_source = corpus.TrainingText(seed * 100003 + index)
@@ -34,9 +36,14 @@ def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEn
             text = corpus.window(corpus.licence_prose(), rng, rng.choice([rng.randint(3, 20), rng.randint(20, 90)]))
         elif long_lines:
             text = text_source.long_line()
+        elif technical:
+            text = text_source.technical_line()
         else:
             text = text_source.line()
-        crop, text = render.sample_crop(text, font_set, rng)
+        if technical:   # small print (references, indexes, listings), mostly scanned
+            crop, text = render.sample_crop(text, font_set, rng, scan_probability=0.7, points_range=(5.5, 11.0))
+        else:
+            crop, text = render.sample_crop(text, font_set, rng)
         feats = encoder.encode(crop)
         features.append(feats.astype(np.float16))
         texts.append(text)
@@ -55,18 +62,22 @@ def main() -> None:
     parser.add_argument("--held-out", action="store_true", help="validation data: held-out fonts and corpus")
     parser.add_argument("--long", action="store_true", help="full-width lines of 70-150 characters "
                         "(shards named shard-long-*)")
+    parser.add_argument("--technical", action="store_true", help="markup and program source, index entries, "
+                        "bibliography entries and maths in small print, mostly scan-like (shards named shard-tech-*)")
     args = parser.parse_args()
+    if args.long and args.technical:
+        parser.error("--long and --technical make different shards: give one")
     args.out.mkdir(parents=True, exist_ok=True)
     encoder = LineEncoder(args.threads)
     shards = -(-args.samples // args.shard_size)
-    prefix = "val" if args.held_out else ("shard-long" if args.long else "shard")
+    prefix = "val" if args.held_out else ("shard-long" if args.long else "shard-tech" if args.technical else "shard")
     started = time.time()
     for index in range(shards):
         path = args.out / f"{prefix}-{index:05d}.npz"
         if path.exists():
             continue
         size = min(args.shard_size, args.samples - index * args.shard_size)
-        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long)
+        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long, args.technical)
         tmp = path.with_suffix(".tmp.npz")
         np.savez(tmp, **shard)
         os.replace(tmp, path)

@@ -25,8 +25,8 @@ def _pil_font(path: str, size: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(path, size)
 
 
-def font_pixels(rng: random.Random) -> int:
-    points = rng.uniform(7.0, 14.0)
+def font_pixels(rng: random.Random, points_range: tuple[float, float] = (7.0, 14.0)) -> int:
+    points = rng.uniform(*points_range)
     dpi = rng.choice([100, 120, 150, 150, 150, 200, 200, 240, 300, 300])
     return max(8, int(round(points * dpi / 72.0)))
 
@@ -110,8 +110,8 @@ def tint(image: np.ndarray, rng: random.Random) -> np.ndarray:
     return np.clip(ink + (paper - ink) * scale, 0, 255).astype(np.uint8)
 
 
-def sample_crop(text: str, fonts: tuple[Font, ...], rng: random.Random, scan_probability: float = 0.6
-                ) -> tuple[np.ndarray, str]:
+def sample_crop(text: str, fonts: tuple[Font, ...], rng: random.Random, scan_probability: float = 0.6,
+                points_range: tuple[float, float] = (7.0, 14.0)) -> tuple[np.ndarray, str]:
     """(crop, text) for `text` in a random font that covers it (text may be trimmed to the font)."""
     candidates = [font for font in fonts if font.covers(text)]
     if not candidates:
@@ -120,7 +120,7 @@ def sample_crop(text: str, fonts: tuple[Font, ...], rng: random.Random, scan_pro
     else:
         font = rng.choice(candidates)
     word_gap = rng.uniform(1.0, 2.2) if len(text) > 50 and rng.random() < 0.3 else 1.0
-    crop = render_line(text, font, font_pixels(rng), rng, word_gap=word_gap)
+    crop = render_line(text, font, font_pixels(rng, points_range), rng, word_gap=word_gap)
     if rng.random() < 0.7:
         crop = tint(crop, rng)
     if rng.random() < scan_probability:
