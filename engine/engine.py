@@ -203,9 +203,10 @@ class Engine:
         drafter: Drafter | None = None
         if draft_ids is not None:
             drafter = self.model_drafter          # None with speculative_tokens=0: rescoring only
-        elif self.text_drafter is not None and params.is_greedy:
-            # Any greedy request: verification replays a grammar's mask and penalties' counts
-            # position by position (engine/spec/verify.py).
+        elif self.text_drafter is not None:
+            # Any request: verification replays a grammar's mask and penalties' counts position by
+            # position, and keeps a sampled request's drafts by rejection sampling
+            # (engine/spec/verify.py).
             drafter = self.text_drafter if params.grammar is None else self.grammar_drafter
         grammar_state = None
         if params.grammar is not None:

@@ -1,19 +1,31 @@
 """Verifying a request's drafted tokens against the rows of the step's forward pass.
 
-The rule: greedy, exactly as one token a step. At each position the model's own choice is
-taken; it is kept while it agrees with the draft, and the first disagreement (or the token
-after a fully accepted draft) is the model's token too. So a request's output with drafts is
-token for token its output without them; drafts change only how many steps it takes.
+The rule: exactly as one token a step. At each position the token is chosen as the sampler
+would choose it there (greedy: the argmax; sampled: a draw from the request's own random
+stream, one uniform per token as in a one-token step); it is kept while it agrees with the
+draft, and the first disagreement (or the token after a fully accepted draft) is that chosen
+token too. So a request's output with drafts is token for token its output without them,
+a seeded sampled request's included; drafts change only how many steps it takes.
+
+For a sampled request this is speculative sampling's rule (Leviathan et al. 2023; Chen et al.
+2023) for a draft that puts all its mass on one token d, as every drafter here does (prompt
+lookup, a grammar's forced text, a draft model's greedy reading): d is kept with probability
+p(d), and a rejected position's token follows p with d removed, renormalised, which is the
+residual max(p - q, 0) for q one-hot at d. Drawing from p and comparing keeps that
+distribution and, unlike drawing a separate acceptance uniform, consumes the random stream
+as undrafted decoding does, so a seed gives the same tokens with or without drafts, whatever
+the batch (tests/engine/test_spec_sampled.py checks the distribution with a chi-square test).
 
 Two paths give that choice:
 - plain greedy rows (no grammar, no penalties): the argmax of each raw row, and, where the
   request asks for logprobs or is rescored, the log-softmax of the same rows, which is what
   the sampler reports for a greedy row decoded alone;
-- a request whose choice depends on the tokens before it (a grammar's mask, penalties'
-  counts): each row goes through the grammar and the sampler as in a one-token step, with the
-  grammar and a copy of the penalties' counts advanced past the drafted tokens kept before it
-  (the grammar is rolled back after: the engine's append records the kept tokens as for any
-  other).
+- a sampled request, or one whose choice depends on the tokens before it (a grammar's mask,
+  penalties' counts): each row goes through the grammar and the sampler as in a one-token
+  step, with the grammar and a copy of the sampler state (penalties' counts, random stream)
+  advanced past the drafted tokens kept before it (the grammar is rolled back after: the
+  engine's append records the kept tokens as for any other; the random stream moves on by
+  the draws made).
 
 The engine applies the verdict (`Engine._verify_draft`): it frees the K/V of rejected drafted
 tokens, counts, and appends the kept tokens one by one, stopping where the request finishes.
@@ -42,7 +54,8 @@ def verify(req: Request, logits: torch.Tensor, sampler: Sampler) -> Verdict:
     """`logits`: [1 + len(req.spec_ids), vocab], the rows after the pending token and each drafted one."""
     draft = req.spec_ids
     state = req.sampler_state
-    if req.grammar_state is not None or state.uses_repetition_penalty or state.uses_count_penalties:
+    if (not req.params.is_greedy or req.grammar_state is not None or state.uses_repetition_penalty
+            or state.uses_count_penalties):
         return _one_at_a_time(req, logits, draft, sampler)
     tokens: list[int] = []
     for j, token in enumerate(logits.argmax(dim=-1).tolist()):
@@ -87,4 +100,6 @@ def _one_at_a_time(req: Request, logits: torch.Tensor, draft: list[int], sampler
     finally:
         if grammar is not None:
             grammar.rollback(advanced)
+    # One draw per token chosen, as undrafted steps make them (greedy rows draw nothing).
+    req.sampler_state.generator.set_state(counts.generator.get_state())
     return Verdict(tokens, logprobs)

@@ -136,16 +136,36 @@ def _streamed(engine, prompt, params) -> dict:
     return {"tokens": tokens, "logprobs": logprobs, "finish": finish}
 
 
-def test_only_greedy_requests_take_ngram_drafts(engines):
+def test_every_request_takes_ngram_drafts_and_a_grammar_one_its_forced_text(engines):
     plain, drafted = engines
     prompt = chat(drafted.tokenizer, "Copy: " + TEXT)
-    assert drafted.make_request(prompt, SamplingParams(temperature=0.8, seed=3, max_tokens=8)).drafter is None
     for params in (SamplingParams(temperature=0, max_tokens=8),
+                   SamplingParams(temperature=0.8, seed=3, max_tokens=8),
                    SamplingParams(temperature=0, repetition_penalty=1.2, max_tokens=8),
                    SamplingParams(temperature=0, max_tokens=8, logprobs=1, grammar=GrammarSpec(regex="[A-Z]+"))):
         expected = drafted.text_drafter if params.grammar is None else drafted.grammar_drafter
         assert drafted.make_request(prompt, params).drafter is expected
     assert plain.make_request(prompt, SamplingParams(temperature=0, max_tokens=8)).drafter is None
+
+
+def test_seeded_sampled_requests_with_drafts_equal_the_undrafted_engine(engines):
+    """Temperature > 0: each position's token is drawn as a one-token step draws it, the draft
+    kept while it agrees (its distribution: test_spec_sampled.py); a seed gives the same tokens
+    with and without drafts, alone or batched, and a copying prompt keeps many drafted tokens."""
+    plain, drafted = engines
+    prompts = [chat(drafted.tokenizer, "Copy this text exactly: " + TEXT),
+               chat(drafted.tokenizer, "Repeat after me: the quick brown fox jumps over the lazy dog, the quick brown fox.")]
+    params = [SamplingParams(temperature=0.7, top_p=0.95, seed=seed, max_tokens=48, logprobs=1) for seed in range(2)]
+    params.append(SamplingParams(temperature=1.0, top_k=20, frequency_penalty=0.3, seed=5, max_tokens=40))
+    prompts = [prompts[0], prompts[1], prompts[0]]
+    want = plain.generate(prompts, params)
+    accepted = drafted.num_accepted_draft_tokens
+    got = drafted.generate(prompts, params)
+    assert [g.token_ids for g in got] == [w.token_ids for w in want]
+    assert drafted.num_accepted_draft_tokens - accepted > 10
+    assert drafted.generate([prompts[0]], params[0])[0].token_ids == want[0].token_ids, "alone as in a batch"
+    drafted.pool.check_invariants()
+    drafted.cache.check_invariants()
 
 
 def test_grammar_requests_draft_the_forced_text_first(engines):
