@@ -83,6 +83,9 @@ class BlobStore:
     def remove_job(self, job_id: str) -> None:
         """Forget every file of the job (the local directory is the caller's to clean)."""
 
+    def remove_folder(self, folder: Path) -> None:
+        """Forget every file under a job's folder (its page PDFs once they are not needed)."""
+
 
 class LocalBlobStore(BlobStore):
     """The data directory is the one shared place."""
@@ -162,6 +165,13 @@ class DatabaseBlobStore(BlobStore):
     def remove_job(self, job_id: str) -> None:
         with database.write(self.engine) as db:
             db.execute(text("DELETE FROM blobs WHERE job_id = :job"), {"job": job_id})
+
+    def remove_folder(self, folder: Path) -> None:
+        key, job_id = self._key(folder / "x")
+        prefix = key[:-1]   # "results/JOB/pages/"; compared as a prefix, not a LIKE pattern
+        with database.write(self.engine) as db:
+            db.execute(text("DELETE FROM blobs WHERE job_id = :job AND substr(key, 1, :n) = :prefix"),
+                       {"job": job_id, "n": len(prefix), "prefix": prefix})
 
     def _key(self, path: Path) -> tuple[str, str]:
         """The file's key (its path under the data directory) and the job it belongs to."""

@@ -180,6 +180,7 @@ class JobRunner:
         finally:
             self.store.release_finish(job_id)
         shutil.rmtree(self._page_pdf_dir(job_id), ignore_errors=True)
+        self.blobs.remove_folder(self._page_pdf_dir(job_id))   # joined into result.pdf: not needed
         if self.blobs.shared:   # every output is in the shared store: this host's copies were a cache
             self.data_dir.remove_job_files(job_id)
         return True
@@ -188,6 +189,7 @@ class JobRunner:
         """Close a job whose results could not be written in the tries it was given."""
         if self.store.finish_job(job_id, JobState.FAILED, reason):
             shutil.rmtree(self._page_pdf_dir(job_id), ignore_errors=True)
+            self.blobs.remove_folder(self._page_pdf_dir(job_id))
 
     def _process(self, document: Document, job: JobRecord, file_index: int, page_index: int, dpi: float | None,
                  final_attempt: bool) -> tuple[PageResult, Image.Image | None]:

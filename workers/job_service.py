@@ -109,11 +109,15 @@ class JobService:
                 files.append(JobFile(_display_name(upload.filename), document.kind.value, document.num_pages,
                                      upload.sha256(), tuple(page_indices)))
         job_id = self.store.new_job_id()
-        for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
-            path = self.data_dir.upload_path(job_id, file_index, job_file.kind)
-            upload.store(path)
-            self.blobs.publish(path)
-        job = self.store.create_job(job_id, owner, files, options)
+        try:
+            for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
+                path = self.data_dir.upload_path(job_id, file_index, job_file.kind)
+                upload.store(path)
+                self.blobs.publish(path)
+            job = self.store.create_job(job_id, owner, files, options)
+        except BaseException:   # no job: nothing may stay behind under its id
+            self.remove_job_files(job_id)
+            raise
         try:
             self.celery_app.send_task(PROCESS_JOB, args=[job_id])
         except (KombuError, OSError) as exc:
@@ -137,6 +141,7 @@ class JobService:
             return None
         if self.store.cancel_job(job_id):   # its page tasks skip it from now on; its page PDFs are not needed
             shutil.rmtree(self.data_dir.results_dir(job_id) / "pages", ignore_errors=True)
+            self.blobs.remove_folder(self.data_dir.results_dir(job_id) / "pages")
         return self.store.get_job(job_id)
 
     def result_path(self, job: JobRecord, fmt: str) -> Path:

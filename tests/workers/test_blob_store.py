@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from sqlalchemy import text
 
+import ocr_samples as samples
 from workers import blob_store
 from workers.blob_store import CHUNK_BYTES, DatabaseBlobStore, LocalBlobStore, blob_store_for
 from workers.data_dir import DataDir
+from workers.job_service import JobService, Upload
 from workers.job_store import JobStore
 from workers.settings import Settings
 
@@ -98,3 +101,29 @@ def test_settings_choose_the_store_and_refuse_a_database_store_without_a_databas
     chosen = blob_store_for(Settings(data_dir=tmp_path, blob_store="database", database_url=str(store_location)
                                      if "://" in str(store_location) else f"sqlite:///{store_location}"), data_dir)
     assert isinstance(chosen, DatabaseBlobStore) and chosen.shared
+
+
+def test_a_jobs_page_pdfs_are_forgotten_alone(hosts):
+    a, b = hosts
+    pages = a.data_dir.results_dir(JOB) / "pages"
+    a.publish(_write(pages / "0-0.pdf", b"page"))
+    a.publish(_write(a.data_dir.result_path(JOB, "pdf"), b"joined"))
+    a.publish(_write(a.data_dir.results_dir("b" * 32) / "pages" / "0-0.pdf", b"another job's page"))
+    a.remove_folder(pages)
+    assert not b.exists(b.data_dir.results_dir(JOB) / "pages" / "0-0.pdf")
+    assert b.exists(b.data_dir.result_path(JOB, "pdf"))
+    assert b.exists(b.data_dir.results_dir("b" * 32) / "pages" / "0-0.pdf")
+
+
+def test_a_submission_that_fails_after_its_uploads_were_published_leaves_nothing(tmp_path, postgres_url,
+                                                                                  monkeypatch):
+    service = JobService(Settings(data_dir=tmp_path, database_url=postgres_url, blob_store="database"))
+
+    def broken_create(*args, **kwargs):
+        raise RuntimeError("the database went away")
+    monkeypatch.setattr(service.store, "create_job", broken_create)
+    with pytest.raises(RuntimeError):
+        service.submit("alice", [Upload("a.pdf", samples.multi_page_pdf(1))])
+    with service.store.engine.connect() as db:
+        assert db.execute(text("SELECT count(*) FROM blobs")).scalar_one() == 0
+    assert [p.name for p in (tmp_path / "uploads").iterdir()] == [".incoming"], "no job folder left"
