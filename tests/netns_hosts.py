@@ -21,16 +21,26 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def unavailable() -> str | None:
-    """None when network namespaces can be made here, else the reason they cannot."""
-    name = f"ocrprobe{os.getpid()}"
+    """None when hosts can be made here (a namespace, a veth pair, one end moved into it), else
+    the reason they cannot."""
+    tag = os.getpid() % 10000
+    name, here, there = f"ocrprobe{tag}", f"vp{tag}a", f"vp{tag}b"
     try:
-        made = _ip("netns", "add", name, check=False)
+        steps = [("netns", "add", name), ("link", "add", here, "type", "veth", "peer", "name", there),
+                 ("link", "set", there, "netns", name)]
+        for step in steps:
+            done = _ip(*step, check=False)
+            if done.returncode != 0:
+                return f"`ip {' '.join(step)}` failed: {done.stderr.strip() or done.returncode}"
+        return None
     except FileNotFoundError:
         return "iproute2's `ip` is not installed"
-    if made.returncode != 0:
-        return f"cannot create a network namespace: {made.stderr.strip() or made.returncode}"
-    _ip("netns", "del", name, check=False)
-    return None
+    finally:
+        try:
+            _ip("link", "del", here, check=False)
+            _ip("netns", "del", name, check=False)
+        except FileNotFoundError:
+            pass
 
 
 class Hosts:
