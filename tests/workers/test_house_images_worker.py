@@ -78,8 +78,10 @@ def test_a_worker_host_with_its_own_engine_reads_pages_and_stops_the_engine_with
 
 
 def _engine_pids(parent: int) -> list[int]:
-    children = subprocess.run(["pgrep", "-P", str(parent), "-f", "engine.server"], capture_output=True, text=True)
-    return [int(pid) for pid in children.stdout.split()]
+    import psutil
+
+    return [child.pid for child in psutil.Process(parent).children()
+            if "engine.server" in " ".join(child.cmdline())]
 
 
 def _alive(pid: int) -> bool:
