@@ -59,7 +59,6 @@ class PostgresServer:
         subprocess.run([os.path.join(bindir, "initdb"), "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
                         "--no-sync", "--no-instructions"], check=True, capture_output=True, env=env, cwd=self.root,
                        **run_as)
-
         if trusted_networks:
             hba = os.path.join(data, "pg_hba.conf")
             with open(hba, "a") as conf:

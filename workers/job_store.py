@@ -34,7 +34,6 @@ from workers import database
 from workers.job_model import (JobFile, JobListing, JobOptions, JobRecord, JobState, PageClaim, PageDispatch,
                                PageRecord, PageState)
 
-BUSY_TIMEOUT_S = database.BUSY_TIMEOUT_S
 METADATA = MetaData()
 JOBS = Table(
     "jobs", METADATA,
