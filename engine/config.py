@@ -43,7 +43,8 @@ class EngineConfig:
     # Drafts for every other greedy request (engine/spec/), up to `draft_tokens` a step: "auto" and
     # "none": only the model's own (above); "ngram": prompt lookup, matching the last `ngram_max`
     # down to `ngram_min` tokens of prompt + output earlier in them; "draft_model": greedy tokens of
-    # `draft_model` (a smaller model with the same tokenizer, served in this process). The CLI
+    # `draft_model` (a smaller model with the same tokenizer, served in this process); "mtp": the
+    # model's multi-token-prediction layers (GLM-OCR's), chained `draft_tokens` times. The CLI
     # also takes vLLM's and SGLang's spellings of these (engine/spec/flags.py).
     speculative_algorithm: str = "auto"
     draft_tokens: int = 4
@@ -73,8 +74,8 @@ class EngineConfig:
             raise ValueError(f"speculative_tokens must not be negative, got {self.speculative_tokens}")
         if self.grammar_cache_bytes < 1:
             raise ValueError(f"grammar_cache_bytes must be positive, got {self.grammar_cache_bytes}")
-        if self.speculative_algorithm not in ("auto", "none", "ngram", "draft_model"):
-            raise ValueError("speculative_algorithm must be auto, none, ngram or draft_model, got "
+        if self.speculative_algorithm not in ("auto", "none", "ngram", "draft_model", "mtp"):
+            raise ValueError("speculative_algorithm must be auto, none, ngram, draft_model or mtp, got "
                              f"{self.speculative_algorithm!r}")
         if (self.speculative_algorithm == "draft_model") != (self.draft_model is not None):
             raise ValueError("a draft model is given with speculative_algorithm draft_model, and only then")

@@ -27,7 +27,8 @@ from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
 from engine.spec import DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
-from engine.spec.verify import verify
+from engine.spec.mtp import MtpDrafter, StepRows
+from engine.spec.verify import Verdict, decide
 from engine.stop import StopChecker
 
 
@@ -64,7 +65,12 @@ class Engine:
         except RuntimeError as e:
             raise EngineStartupError(str(e)) from e
         dtype = _DTYPES[config.dtype]
-        per_token = KVPool.bytes_per_token(mc.num_layers, mc.num_kv_heads, mc.head_dim, dtype)
+        # MTP drafts: each MTP layer keeps K/V of its own, one more layer of the pool
+        if config.speculative_algorithm == "mtp" and mc.num_mtp_layers < 1:
+            raise EngineStartupError(f"speculative algorithm mtp needs a model with multi-token-prediction layers; "
+                                     f"{config.model!r} has none (num_nextn_predict_layers is 0)")
+        self.num_pool_layers = mc.num_layers + (mc.num_mtp_layers if config.speculative_algorithm == "mtp" else 0)
+        per_token = KVPool.bytes_per_token(self.num_pool_layers, mc.num_kv_heads, mc.head_dim, dtype)
         if config.kv_tokens is not None:
             num_tokens = config.kv_tokens
         elif config.kv_memory_bytes is not None:
@@ -88,7 +94,7 @@ class Engine:
         if num_tokens is None:
             num_tokens = int(free_device_memory(self.device) * config.kv_memory_fraction) // per_token
             self._check_pool_holds_context(num_tokens, per_token)
-        self.pool = KVPool(mc.num_layers, num_tokens + 1, mc.num_kv_heads, mc.head_dim, dtype,
+        self.pool = KVPool(self.num_pool_layers, num_tokens + 1, mc.num_kv_heads, mc.head_dim, dtype,
                            self.device, debug=config.debug)  # +1: slot 0 is the reserved pad slot
         self.cache = (RadixCache(self.pool, config.share_prefix_cache_across_tenants)
                       if config.enable_prefix_cache else None)
@@ -110,6 +116,8 @@ class Engine:
         elif config.speculative_algorithm == "draft_model":
             self.draft_engine = self._start_draft_engine(config)
             self.text_drafter = DraftModelDrafter(config.draft_tokens, self.draft_engine, self.vocab_size)
+        elif config.speculative_algorithm == "mtp":
+            self.text_drafter = MtpDrafter(config.draft_tokens, self.runner.model, self.pool)
         # constrained requests: the grammar's forced text first (up to a JSON key and its quotes)
         self.grammar_drafter = (GrammarDrafter(max(config.draft_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
                                                self.text_drafter) if self.text_drafter is not None else None)
@@ -280,48 +288,61 @@ class Engine:
 
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
+        """schedule -> run -> decide -> (draft) -> apply: the scheduler picks the requests and their
+        drafted tokens, the model runs them, `decide` (engine/spec/verify.py) chooses each one's
+        tokens, a drafter that reads the model's hidden states drafts for the next step while
+        the step's K/V is still as the forward pass left it, and `_apply` appends the tokens."""
         scheduled = self.scheduler.schedule()
         if scheduled is None:
             self._report_state()
             return []
+        starts = [r.num_computed for r in scheduled.requests]
         logits = self.runner.forward(scheduled, self.pool)
         self.num_steps += 1
-        sampled, sampled_rows, verifying = [], [], []   # verifying: (request, first logits row)
-        row = 0
-        for req, n, s in zip(scheduled.requests, scheduled.extend_lens, scheduled.sample):
-            if s and req.spec_ids:
-                verifying.append((req, row))   # num_computed moves once the draft is checked
-                row += 1 + len(req.spec_ids)
-                continue
-            req.num_computed += n
-            if s:
-                sampled.append(req)
-                sampled_rows.append(row)
-                row += 1
-            else:
-                self.scheduler.cache_progress(req)
-        outputs = []
-        now = time.monotonic()
-        if sampled:
-            # the sampler's scratch: it masks and penalises these rows in place
-            rows = logits[torch.tensor(sampled_rows)] if verifying else logits
-            grammar_states = [r.grammar_state for r in sampled]
-            if any(g is not None for g in grammar_states):
-                from engine.grammar import apply_grammar
-
-                apply_grammar(rows, grammar_states)
-            rescored = [i for i, r in enumerate(sampled) if r.rescore]   # raw rows: greedy, no penalties
-            log_probs = rows[rescored].float().log_softmax(-1) if rescored else None
-            token_ids, logprobs = self.sampler.sample(rows, [r.sampler_state for r in sampled])
-            for k, i in enumerate(rescored):
-                sampled[i].output_log_probs.append(float(log_probs[k, token_ids[i]]))
-            for req, token_id, lp in zip(sampled, token_ids, logprobs):
-                self._append_token(req, token_id, lp, now)
-                self._emit(req, outputs)
-        for req, first in verifying:
-            self._verify_draft(req, logits[first:first + 1 + len(req.spec_ids)], now)
-            self._emit(req, outputs)
+        verdicts = decide(scheduled, logits, self.sampler)
+        if isinstance(self.text_drafter, MtpDrafter):
+            self.text_drafter.observe(self._mtp_rows(scheduled, starts, verdicts))
+        outputs = self._apply(scheduled, verdicts)
         self._report_state()
+        return outputs
+
+    def _mtp_rows(self, scheduled, starts: list[int], verdicts: list[Verdict | None]) -> list[StepRows]:
+        """The rows of the step that the MTP drafter reads: requests it drafts for, the positions
+        each keeps (the step's tokens up to the drafted ones the model rejected) and the token
+        after each."""
+        rows, first_row = [], 0
+        for req, n, start, verdict in zip(scheduled.requests, scheduled.extend_lens, starts, verdicts):
+            if (req.drafter is not None and req.drafter.preparer is self.text_drafter and req.params.speculative
+                    and not req.finished):
+                pending = n - len(req.spec_ids)
+                if verdict is None:    # a prefill chunk: the prompt holds every next token
+                    next_tokens, new = req.token_ids(start + 1, start + n + 1), 0
+                else:
+                    next_tokens, new = req.token_ids(start + 1, start + pending) + verdict.tokens, len(verdict.tokens)
+                rows.append(StepRows(req, start, first_row, next_tokens, new))
+            first_row += n
+        return rows
+
+    def _apply(self, scheduled, verdicts: list[Verdict | None]) -> list[RequestOutput]:
+        """Append each request's chosen tokens (K/V of drafted tokens it rejected back to the pool)."""
+        outputs: list[RequestOutput] = []
+        now = time.monotonic()
+        for req, n, verdict in zip(scheduled.requests, scheduled.extend_lens, verdicts):
+            if verdict is None:
+                req.num_computed += n
+                self.scheduler.cache_progress(req)
+                continue
+            if req.spec_ids:
+                self._settle_draft(req, verdict)
+            else:
+                req.num_computed += n
+            for j, token in enumerate(verdict.tokens):
+                if req.rescore:    # before the token: a finishing token's rescoring reads them
+                    req.output_log_probs.append(verdict.rescore_log_probs[j])
+                self._append_token(req, token, verdict.logprobs[j], now)
+                if req.finished:
+                    break
+            self._emit(req, outputs)
         return outputs
 
     def _emit(self, req: Request, outputs: list[RequestOutput]) -> None:
@@ -379,33 +400,24 @@ class Engine:
         req.stop_checker = checker
         req.pending_text, req.pending_token_ids, req.pending_logprobs = text, list(chosen), logprobs
 
-    def _verify_draft(self, req: Request, logits: torch.Tensor, now: float) -> None:
-        """Apply the verdict on the request's drafted tokens (engine/spec/verify.py): K/V written for
-        rejected drafted tokens goes back to the pool, the kept tokens are appended one by one."""
-        draft = req.spec_ids
-        verdict = verify(req, logits, self.sampler)
-        accepted = verdict.tokens
+    def _settle_draft(self, req: Request, verdict: Verdict) -> None:
+        """K/V written for the drafted tokens the model rejected goes back to the pool; count."""
+        draft, accepted = req.spec_ids, len(verdict.tokens) - 1
         # the pending tokens (one, or the prompt's last chunk) + the drafted tokens that held
-        keep = req.num_computed + req.num_pending + len(accepted) - 1
+        keep = req.num_computed + req.num_pending + accepted
         extra = req.kv_slots[keep:]
         if extra.numel():
             self.pool.free(extra, req.owner_id)
         req.kv_slots = req.kv_slots[:keep]
         req.num_computed = keep
         req.num_draft_proposed += len(draft)
-        req.num_draft_accepted += len(accepted) - 1
+        req.num_draft_accepted += accepted
         self.num_draft_tokens += len(draft)
-        self.num_accepted_draft_tokens += len(accepted) - 1
+        self.num_accepted_draft_tokens += accepted
         if self.metrics is not None:
-            self.metrics.on_draft_verified(len(draft), len(accepted) - 1)
-            self.metrics.on_spec_verified(req.spec_method, len(draft), len(accepted) - 1)
+            self.metrics.on_draft_verified(len(draft), accepted)
+            self.metrics.on_spec_verified(req.spec_method, len(draft), accepted)
         req.spec_ids = []
-        for j, token in enumerate(accepted):
-            if req.rescore:    # before the token: a finishing token's rescoring reads them
-                req.output_log_probs.append(verdict.rescore_log_probs[j])
-            self._append_token(req, token, verdict.logprobs[j], now)
-            if req.finished:
-                break
 
     def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
         req.output_ids.append(token_id)

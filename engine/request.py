@@ -90,6 +90,8 @@ class Request:
     # Output not yet handed to the caller (drained by the engine after each step).
     spec_ids: list[int] = field(default_factory=list)
     spec_method: str = ""   # the drafter that made spec_ids (engine/spec: ngram, draft_model, grammar, ctc)
+    # a draft made at the end of a step for the next (MTP): (output length it follows, tokens)
+    held_draft: tuple[int, list[int]] | None = None
     num_draft_proposed: int = 0
     num_draft_accepted: int = 0
     pending_text: str = ""

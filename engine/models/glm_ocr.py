@@ -16,8 +16,12 @@ How the decoder differs from Llama (transformers' modeling_glm_ocr / glm4v):
 Multi-token prediction (MTP): a checkpoint with `num_nextn_predict_layers`
 stores each MTP layer as decoder layer `num_hidden_layers + i`: a full GLM
 layer plus enorm/hnorm, eh_proj and a shared_head (norm, sometimes its own
-head). They are loaded into `mtp_layers` for speculative decoding; the
-forward pass here does not use them.
+head). They draft tokens for speculative decoding (engine/spec/mtp.py) through
+`mtp_forward`, as vLLM and SGLang run them (`method: mtp` / `NEXTN`): at position
+p the layer reads the final-norm hidden state of the model (or, chained, of its
+own previous step) at p and the embedding of the token at p + 1 (zero at position
+0), writes its K/V to pool layer `num_hidden_layers + i` (the KV pool then holds
+one more layer), and its head predicts the token at p + 2.
 """
 from __future__ import annotations
 
@@ -73,6 +77,10 @@ class GlmMtpLayer:
 
 class GlmOcrModel(LlamaModel):
     is_multimodal = True
+    # Set by the MTP drafter: `forward` then keeps the final-norm hidden state of every row it
+    # ran in `captured_hidden` [num_tokens, hidden], which the MTP layer reads.
+    capture_hidden = False
+    captured_hidden: torch.Tensor | None = None
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
                  max_positions: int, device: torch.device | str = "cpu", attention_backend: str = "torch"):
@@ -125,11 +133,40 @@ class GlmOcrModel(LlamaModel):
         if batch.attn_metadata is None:  # (a CUDA-graph step brings its own, over static buffers)
             batch.attn_metadata = self.attn.prepare(batch)
         h = self.embed[batch.input_ids] if batch.input_embeds is None else batch.input_embeds.to(self.dtype)
-        norm = self.ops.rms_norm
         for i, layer in enumerate(self.layers):
-            attn = self._attention(i, layer, norm(h, layer.input_norm, eps), batch, pool)
-            h = h + norm(attn, layer.post_self_attn_norm, eps)
-            gate_up = F.linear(norm(h, layer.post_attention_norm, eps), layer.w_gate_up)
-            h = h + norm(F.linear(self.ops.silu_gate(gate_up), layer.w_down), layer.post_mlp_norm, eps)
+            h = self._layer(i, layer, h, batch, pool)
+        if self.capture_hidden:
+            self.captured_hidden = rms_norm(h, self.norm, eps)
         h = rms_norm(h[batch.logits_indices], self.norm, eps)
         return F.linear(h, self.lm_head).float()
+
+    def _layer(self, index: int, layer: GlmOcrLayer, h: torch.Tensor, batch: ForwardBatch, pool) -> torch.Tensor:
+        """One GLM decoder layer over the residual stream `h`; its K/V go to pool layer `index`."""
+        eps, norm = self.config.rms_norm_eps, self.ops.rms_norm
+        attn = self._attention(index, layer, norm(h, layer.input_norm, eps), batch, pool)
+        h = h + norm(attn, layer.post_self_attn_norm, eps)
+        gate_up = F.linear(norm(h, layer.post_attention_norm, eps), layer.w_gate_up)
+        return h + norm(F.linear(self.ops.silu_gate(gate_up), layer.w_down), layer.post_mlp_norm, eps)
+
+    @torch.inference_mode()
+    def mtp_forward(self, batch: ForwardBatch, hidden: torch.Tensor, pool, first_rows: torch.Tensor,
+                    step: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """One multi-token-prediction step over `batch`, whose input ids are the tokens that
+        follow each row's position. hidden: [num_tokens, hidden], the model's final-norm hidden
+        state at each row's position (or the previous step's output, chained); first_rows:
+        [num_tokens] bool, rows at sequence position 0 (their token embedding is zeroed). The
+        step-th chained step runs MTP layer step % num_mtp_layers. Returns the layer's output
+        hidden states [num_tokens, hidden] (what a chained step reads) and the logits
+        [len(batch.logits_indices), vocab] of the token after the next."""
+        eps = self.config.rms_norm_eps
+        index = step % len(self.mtp_layers)
+        mtp = self.mtp_layers[index]
+        batch = batch.to(self.device)
+        batch.attn_metadata = self.attn.prepare(batch)
+        embed = (self.embed if mtp.embed is None else mtp.embed)[batch.input_ids]
+        embed = embed.masked_fill(first_rows.to(embed.device)[:, None], 0.0)
+        x = torch.cat([rms_norm(embed, mtp.enorm, eps), rms_norm(hidden.to(self.dtype), mtp.hnorm, eps)], dim=-1)
+        h = self._layer(self.config.num_layers + index, mtp.block, F.linear(x, mtp.eh_proj), batch, pool)
+        head = self.lm_head if mtp.head is None else mtp.head
+        logits = F.linear(rms_norm(h[batch.logits_indices], mtp.shared_head_norm, eps), head).float()
+        return h, logits

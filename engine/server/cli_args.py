@@ -72,10 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
     # Speculative drafts for every greedy request, in our, SGLang's and vLLM's spellings (engine/spec/flags.py).
     parser.add_argument("--speculative-algorithm", type=str.lower, default=None,
-                        help="drafts for the other greedy requests: ngram (prompt lookup, any model: extraction "
-                             "copies its values out of the prompt), draft_model or SGLang's standalone "
+                        help="drafts for the other requests: ngram (prompt lookup, any model: extraction "
+                             "copies its values out of the prompt), mtp or SGLang's NEXTN (the model's own "
+                             "multi-token-prediction layers: GLM-OCR), draft_model or SGLang's standalone "
                              "(--speculative-draft-model-path); auto/none (default auto): only a model's own drafts. "
-                             "Case-insensitive (SGLang's NGRAM works); EAGLE and MTP are refused")
+                             "Case-insensitive (SGLang's NGRAM works); EAGLE is refused")
     parser.add_argument("--speculative-num-draft-tokens", type=positive_int, default=None,
                         help="the most tokens drafted per request and step, one chain (default 4); with "
                              "--speculative-num-steps N it must be N + 1, SGLang's count for a chain")
@@ -93,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--speculative-config", type=speculative_config, default=None, metavar="JSON",
                         help="vLLM's spelling, instead of the flags above or agreeing with them: "
                              "'{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_min\": 2, "
-                             "\"prompt_lookup_max\": 4}' or '{\"model\": MODEL, \"num_speculative_tokens\": 4}'; "
-                             "other methods (eagle, medusa, mtp, ...) and keys are refused")
+                             "\"prompt_lookup_max\": 4}', '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}' or "
+                             "'{\"model\": MODEL, \"num_speculative_tokens\": 4}'; other methods (eagle, medusa, "
+                             "...) and keys are refused")
     parser.add_argument("--no-ctc-rescoring", action="store_true",
                         help="house-ocr: plain greedy tokens, without keeping the CTC reading where it scores higher")
     parser.add_argument("--schedule-policy", choices=("fcfs", "lpm"), default="fcfs")

@@ -18,14 +18,18 @@ Drafters:
   spans of the prompt.
 - `DraftModelDrafter`: a smaller model with the same tokenizer, on an engine of
   its own in this process whose radix cache keeps the sequence drafted so far.
+- `MtpDrafter` (`mtp.py`): the model's multi-token-prediction layers (GLM-OCR's
+  NextN layer), run after the step's forward pass on its hidden states and chained
+  for further tokens; their K/V is one more layer of the same pool.
 - `GrammarDrafter` (jump-forward): where a request's grammar allows one
   continuation only (JSON keys and punctuation fixed by the schema), that text,
-  tokenised; n-grams elsewhere. With `--speculative-algorithm ngram` the engine
-  drafts with it, so constrained requests get both.
+  tokenised; the text drafter (n-grams, MTP, a draft model) elsewhere, so
+  constrained requests get both.
 
 Which requests take drafts: the model's own, greedy requests without penalties
 or grammar (`SamplingParams.allows_draft`: rescoring compares raw scores);
-n-grams, every greedy request; none, a request that says `speculative=False`
+n-grams, MTP and a draft model, every request (a sampled one is verified by
+rejection sampling, `verify.py`); none, a request that says `speculative=False`
 (the scheduler skips it). A request whose choice at a position depends on
 the tokens before it (a grammar's mask, penalties' counts) is verified position
 by position through the grammar and the sampler, advanced past the drafted

@@ -6,12 +6,14 @@ command copied from either project's docs works here or is refused with a reason
 
 | spelling | flags |
 |----------|-------|
-| ours     | --speculative-algorithm ngram/draft_model, --speculative-num-draft-tokens N, |
-|          | --speculative-ngram-min/-max, --speculative-draft-model-path MODEL           |
-| SGLang   | --speculative-algorithm NGRAM/STANDALONE, --speculative-num-steps N,         |
+| ours     | --speculative-algorithm ngram/draft_model/mtp,                               |
+|          | --speculative-num-draft-tokens N, --speculative-ngram-min/-max,              |
+|          | --speculative-draft-model-path MODEL                                         |
+| SGLang   | --speculative-algorithm NGRAM/STANDALONE/NEXTN, --speculative-num-steps N,   |
 |          | --speculative-eagle-topk 1, --speculative-num-draft-tokens N + 1             |
 | vLLM     | --speculative-config '{"method": "ngram", "num_speculative_tokens": 4,       |
-|          | "prompt_lookup_min": 2, "prompt_lookup_max": 4}' or '{"model": MODEL, ...}'  |
+|          | "prompt_lookup_min": 2, "prompt_lookup_max": 4}', '{"method": "mtp",         |
+|          | "num_speculative_tokens": 1}' or '{"model": MODEL, ...}'                     |
 
 The rules, each there so that no flag is silently ignored:
 - `draft_tokens` is how many tokens are drafted per request and step: one chain,
@@ -21,7 +23,11 @@ The rules, each there so that no flag is silently ignored:
   among its draft tokens (for top-k 1 it makes num_draft_tokens num_steps + 1),
   so given together, num-draft-tokens must be num-steps + 1, and N are drafted.
 - top-k is 1: we verify a single chain, not a tree.
-- Methods we do not have (EAGLE, Medusa, MTP, ...) and unknown keys of the vLLM
+- MTP: vLLM's "mtp" (and its model-named aliases such as "deepseek_mtp" or
+  "glm4_moe_mtp") and SGLang's NEXTN are one method here, the model's own
+  multi-token-prediction layers chained N times; a model without them is refused
+  when the engine starts.
+- Methods we do not have (EAGLE, Medusa, ...) and unknown keys of the vLLM
   JSON are refused, naming what is supported.
 - Both spellings at once are refused unless every setting both name agrees.
 - A setting the chosen method does not use (n-gram sizes for a draft model, a
@@ -31,15 +37,16 @@ from __future__ import annotations
 
 import json
 
-SUPPORTED = "ngram (prompt lookup) and draft_model (a smaller model with the same tokenizer; SGLang's STANDALONE)"
+SUPPORTED = ("ngram (prompt lookup), draft_model (a smaller model with the same tokenizer; SGLang's STANDALONE) and "
+             "mtp (the model's multi-token-prediction layers; SGLang's NEXTN)")
 ALGORITHMS = {"auto": "auto", "none": "none", "ngram": "ngram", "draft_model": "draft_model",
-              "standalone": "draft_model"}
+              "standalone": "draft_model", "mtp": "mtp", "nextn": "mtp"}
 VLLM_KEYS = ("method", "model", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max")
 DEFAULTS = {"speculative_algorithm": "auto", "draft_tokens": 4, "ngram_min": 2, "ngram_max": 4, "draft_model": None}
 # EngineConfig field -> how each spelling names it, for messages
 VLLM_NAMES = {"speculative_algorithm": "method", "draft_tokens": "num_speculative_tokens",
               "ngram_min": "prompt_lookup_min", "ngram_max": "prompt_lookup_max", "draft_model": "model"}
-USED_BY = {"draft_tokens": ("ngram", "draft_model"), "ngram_min": ("ngram",), "ngram_max": ("ngram",),
+USED_BY = {"draft_tokens": ("ngram", "draft_model", "mtp"), "ngram_min": ("ngram",), "ngram_max": ("ngram",),
            "draft_model": ("draft_model",)}
 FLAG_NAMES = {"speculative_algorithm": "--speculative-algorithm",
               "draft_tokens": "--speculative-num-draft-tokens/--speculative-num-steps",
@@ -130,9 +137,8 @@ def _from_vllm(config: dict) -> dict:
 def _method(name: str, flag: str) -> str:
     if name in ALGORITHMS:
         return ALGORITHMS[name]
-    if name in ("mtp", "nextn") or name.endswith("_mtp"):
-        raise ValueError(f"{flag} {name!r}: MTP (multi-token prediction) is not implemented yet in this engine; "
-                         f"supported: {SUPPORTED}")
+    if name.endswith("_mtp"):   # vLLM's model-named MTP methods (deepseek_mtp, glm4_moe_mtp, ...)
+        return "mtp"
     raise ValueError(f"{flag} {name!r} is not supported by this engine; supported: {SUPPORTED}")
 
 

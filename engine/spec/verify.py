@@ -27,8 +27,10 @@ Two paths give that choice:
   engine's append records the kept tokens as for any other; the random stream moves on by
   the draws made).
 
-The engine applies the verdict (`Engine._verify_draft`): it frees the K/V of rejected drafted
-tokens, counts, and appends the kept tokens one by one, stopping where the request finishes.
+`decide` makes the step's verdicts: rows without drafts are sampled together in one batch
+(a one-token verdict each), rows with drafts through `verify`. The engine applies them
+(`Engine._apply`): it frees the K/V of rejected drafted tokens, counts, and appends the kept
+tokens one by one, stopping where the request finishes.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from engine.sampler import Sampler, TokenLogprobs, token_logprobs
 
 if TYPE_CHECKING:
     from engine.request import Request
+    from engine.scheduler import ScheduledBatch
 
 
 @dataclass
@@ -48,6 +51,43 @@ class Verdict:
     tokens: list[int]                       # the drafted tokens kept, then the model's own next token
     logprobs: list[TokenLogprobs | None]    # per token, as the request asked for them (None: not asked)
     rescore_log_probs: list[float] = field(default_factory=list)   # rescored requests: log P per token
+
+
+def decide(scheduled: ScheduledBatch, logits: torch.Tensor, sampler: Sampler) -> list[Verdict | None]:
+    """The tokens each request of the step takes, in `scheduled` order; None for a request whose
+    step samples nothing (a prefill chunk short of the prompt's end). `logits`: the forward
+    pass's rows, one per sampled request, 1 + len(spec_ids) for one verifying a draft."""
+    verdicts: list[Verdict | None] = [None] * len(scheduled.requests)
+    plain, plain_rows = [], []
+    row = 0
+    for i, (req, s) in enumerate(zip(scheduled.requests, scheduled.sample)):
+        if not s:
+            continue
+        if req.spec_ids:
+            verdicts[i] = verify(req, logits[row:row + 1 + len(req.spec_ids)], sampler)
+            row += 1 + len(req.spec_ids)
+        else:
+            plain.append(i)
+            plain_rows.append(row)
+            row += 1
+    if not plain:
+        return verdicts
+    reqs = [scheduled.requests[i] for i in plain]
+    # the sampler's scratch: it masks and penalises these rows in place
+    rows = logits if len(plain_rows) == logits.shape[0] else logits[torch.tensor(plain_rows)]
+    grammar_states = [r.grammar_state for r in reqs]
+    if any(g is not None for g in grammar_states):
+        from engine.grammar import apply_grammar
+
+        apply_grammar(rows, grammar_states)
+    rescored = [k for k, r in enumerate(reqs) if r.rescore]   # raw rows: greedy, no penalties
+    log_probs = rows[rescored].float().log_softmax(-1) if rescored else None
+    token_ids, logprobs = sampler.sample(rows, [r.sampler_state for r in reqs])
+    for i, token, lp in zip(plain, token_ids, logprobs):
+        verdicts[i] = Verdict([token], [lp])
+    for k, j in enumerate(rescored):
+        verdicts[plain[j]].rescore_log_probs = [float(log_probs[k, token_ids[j]])]
+    return verdicts
 
 
 def verify(req: Request, logits: torch.Tensor, sampler: Sampler) -> Verdict:

@@ -63,7 +63,17 @@ def test_sglang_contradictions_and_trees_are_refused():
     for name in ("EAGLE", "EAGLE3"):
         message = refusal("--speculative-algorithm", name)
         assert f"{name.lower()!r} is not supported" in message and "supported: ngram" in message
-    assert "MTP (multi-token prediction) is not implemented yet" in refusal("--speculative-algorithm", "NEXTN")
+
+
+def test_mtp_spellings_of_both_projects():
+    # GLM-OCR's recommended SGLang launch: NEXTN, 3 steps, top-k 1, 4 draft tokens (3 + the root)
+    mtp_3 = {**DEFAULT, "speculative_algorithm": "mtp", "draft_tokens": 3}
+    assert spec_config("--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3",
+                       "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4") == mtp_3
+    # vLLM's: method mtp (or a model-named alias), num_speculative_tokens
+    assert spec_config(*vllm(method="mtp", num_speculative_tokens=1)) == {**mtp_3, "draft_tokens": 1}
+    assert spec_config(*vllm(method="deepseek_mtp", num_speculative_tokens=3)) == mtp_3
+    assert "applies to ngram drafts" in refusal("--speculative-algorithm", "mtp", "--speculative-ngram-min", "2")
 
 
 def test_vllm_spelling():
@@ -79,8 +89,6 @@ def test_vllm_spelling():
 
 
 @pytest.mark.parametrize("config, expected", [
-    ({"method": "mtp", "num_speculative_tokens": 1}, "MTP (multi-token prediction) is not implemented yet"),
-    ({"method": "deepseek_mtp"}, "MTP (multi-token prediction) is not implemented yet"),
     ({"method": "eagle", "model": "e"}, "method 'eagle' is not supported by this engine; supported: ngram"),
     ({"method": "medusa", "model": "m"}, "method 'medusa' is not supported"),
     ({"method": "ngram", "draft_tensor_parallel_size": 1}, "unknown key(s) draft_tensor_parallel_size"),

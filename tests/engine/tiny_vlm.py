@@ -181,3 +181,46 @@ def random_image(width: int, height: int, seed: int) -> Image.Image:
     g = torch.Generator().manual_seed(seed)
     blocks = torch.randint(0, 256, (max(1, height // 8), max(1, width // 8), 3), generator=g, dtype=torch.uint8)
     return Image.fromarray(blocks.numpy(), "RGB").resize((width, height), Image.Resampling.NEAREST)
+
+
+MTP_PREFIX = "model.language_model.layers."
+
+
+def add_mtp_layer(vlm: TinyVlm, seed: int = 1, copy_head: bool = False) -> dict[str, torch.Tensor]:
+    """Give a tiny GLM-OCR checkpoint one multi-token-prediction layer, stored as GLM-OCR stores
+    it: decoder layer `num_hidden_layers` (here 2) holding a full GLM layer plus enorm, hnorm,
+    eh_proj and shared_head.norm, and `num_nextn_predict_layers: 1` in the text config.
+    Returns the layer's tensors by checkpoint name.
+
+    Random weights (the default) test the layer's arithmetic. `copy_head=True` builds a layer
+    whose prediction is the token it reads: its block adds nothing (zero output projections),
+    eh_proj passes the token embedding through, and its own head is the embedding table, so a
+    model repeating a token gets MTP drafts it accepts (tests of the accepted-draft paths)."""
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((vlm.path / "config.json").read_text())
+    config["text_config"]["num_nextn_predict_layers"] = 1
+    (vlm.path / "config.json").write_text(json.dumps(config))
+    state = load_file(str(vlm.path / "model.safetensors"))
+    p, hidden = MTP_PREFIX, TEXT["hidden_size"]
+    g = torch.Generator().manual_seed(seed)
+    mtp = {}
+    for key, value in state.items():
+        if key.startswith(p + "1."):
+            new = torch.randn(value.shape, generator=g) * WEIGHT_STD
+            if value.dim() == 1:   # norms: away from 1, as spread_weights draws them
+                new = torch.rand(value.shape, generator=g) + 0.5
+            mtp[key.replace(p + "1.", p + "2.")] = new
+    norm = lambda: torch.rand(hidden, generator=g) + 0.5  # noqa: E731
+    mtp.update({p + "2.enorm.weight": norm(), p + "2.hnorm.weight": norm(), p + "2.shared_head.norm.weight": norm(),
+                p + "2.eh_proj.weight": torch.randn(hidden, 2 * hidden, generator=g) * WEIGHT_STD})
+    if copy_head:
+        mtp[p + "2.self_attn.o_proj.weight"].zero_()
+        mtp[p + "2.mlp.down_proj.weight"].zero_()
+        mtp[p + "2.eh_proj.weight"] = torch.cat([torch.eye(hidden), torch.zeros(hidden, hidden)], dim=1)
+        mtp[p + "2.enorm.weight"] = torch.ones(hidden)
+        mtp[p + "2.shared_head.norm.weight"] = torch.ones(hidden)
+        mtp[p + "2.shared_head.head.weight"] = state["model.language_model.embed_tokens.weight"].clone()
+    state.update(mtp)
+    save_file(state, str(vlm.path / "model.safetensors"), metadata={"format": "pt"})
+    return mtp
