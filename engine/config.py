@@ -33,8 +33,9 @@ class EngineConfig:
     seed: int = 0                       # seeds requests that give no seed of their own
     grammar_compile_timeout_s: float = 10.0  # a grammar compile past this is refused (400)
     grammar_cache_bytes: int = 64 << 20      # compiled grammars kept, LRU by size
-    # Speculative decoding for models with a built-in draft (house-ocr's CTC head): up to this many
-    # drafted tokens verified per step for greedy requests; 0 turns it off.
+    # Speculative decoding from a draft of the whole output: a model's own (house-ocr's CTC head;
+    # greedy requests) or a request's `draft_text` (any request): up to this many drafted tokens
+    # verified per step; 0 turns both off.
     speculative_tokens: int = 32
     # Models whose config sets a CTC weight (house-ocr): a finished greedy line keeps the CTC
     # head's reading where it scores higher under both heads (engine/models/house_ocr.py).

@@ -1,4 +1,4 @@
-"""The engine: admission and the schedule -> run -> sample -> stop loop.
+"""The engine: admission and the schedule -> run -> decide -> process loop.
 `engine.async_engine.AsyncEngine` runs it on a thread for asyncio callers."""
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import dataclasses
 import functools
 import itertools
 import threading
-import time
 import uuid
 from typing import Sequence
 
@@ -21,12 +20,13 @@ from engine.model_config import ModelConfig
 from engine.model_runner import _DTYPES, ModelRunner, free_device_memory, resolve_device
 from engine.multimodal.config import MultimodalConfig
 from engine.multimodal.image_decode import ImageData
+from engine.process import StepProcessor
 from engine.radix_cache import RadixCache
 from engine.request import Request, RequestOutput
-from engine.sampler import Sampler, SamplerState, TokenLogprobs, token_logprobs
+from engine.sampler import Sampler, SamplerState
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
-from engine.spec import DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter
+from engine.spec import DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter
 from engine.spec.mtp import MtpDrafter, StepRows
 from engine.spec.verify import Verdict, decide
 from engine.stop import StopChecker
@@ -109,6 +109,8 @@ class Engine:
         # Speculative decoding (engine/spec/): the model's own drafts where it makes them; for the
         # other greedy requests, when asked for, n-grams or a draft model (`text_drafter`).
         self.model_drafter = ModelDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
+        # a client's draft of the whole output (`draft_text`), for any request, as many tokens a step
+        self.client_drafter = TextDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
         self.draft_engine: Engine | None = None
         self.text_drafter: Drafter | None = None
         if config.speculative_algorithm == "ngram":
@@ -122,10 +124,14 @@ class Engine:
         self.grammar_drafter = (GrammarDrafter(max(config.draft_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
                                                self.text_drafter) if self.text_drafter is not None else None)
         self.num_steps = 0
-        self.num_draft_tokens = 0            # speculative decoding: drafted tokens verified ...
-        self.num_accepted_draft_tokens = 0   # ... and how many of them the model agreed with
-        self.num_rescored = 0                # finished lines whose output differed from the draft ...
-        self.num_draft_chosen = 0            # ... and how many kept the draft instead
+        self.processor = StepProcessor(self.requests, self.scheduler, self.pool, self.runner.model, self.metrics,
+                                       self.eos_token_ids, self.detok_tokenizer)
+
+    # the processor's counts (engine/process.py)
+    num_draft_tokens = property(lambda self: self.processor.num_draft_tokens)
+    num_accepted_draft_tokens = property(lambda self: self.processor.num_accepted_draft_tokens)
+    num_rescored = property(lambda self: self.processor.num_rescored)
+    num_draft_chosen = property(lambda self: self.processor.num_draft_chosen)
 
     def _check_pool_holds_context(self, num_tokens: int, per_token: int) -> None:
         if num_tokens < self.context_length:
@@ -203,13 +209,19 @@ class Engine:
         draft_ids = None
         # Rescoring needs the draft too, with or without speculative decoding; a request with stop
         # conditions of its own keeps plain greedy output (its text may end before the draft's).
-        rescore = (self.config.ctc_rescoring and getattr(self.runner.model, "ctc_weight", 0.0) > 0.0
+        model = self.runner.model      # its hooks: engine/models/hooks.py
+        rescore = (self.config.ctc_rescoring and model.rescores_output
                    and not (params.stop or params.stop_regex or params.stop_token_ids or params.ignore_eos))
-        if (multimodal is not None and (self.config.speculative_tokens > 0 or rescore) and params.allows_draft
-                and hasattr(self.runner.model, "draft_tokens")):
-            draft_ids = self.runner.model.draft_tokens(multimodal)
+        if multimodal is not None and (self.config.speculative_tokens > 0 or rescore) and params.allows_draft:
+            draft_ids = model.draft_tokens(multimodal)
         drafter: Drafter | None = None
-        if draft_ids is not None:
+        text_draft_ids = None
+        if params.draft_text is not None and self.client_drafter is not None:
+            # The client's expected output (a text layer's line) is the draft, not the model's own,
+            # which still serves rescoring. Any request: verification is exact for all of them.
+            text_draft_ids = self.tokenize(params.draft_text) + list(self.model_config.eos_token_ids[:1])
+            drafter = self.client_drafter
+        elif draft_ids is not None:
             drafter = self.model_drafter          # None with speculative_tokens=0: rescoring only
         elif self.text_drafter is not None:
             # Any request: verification replays a grammar's mask and penalties' counts position by
@@ -237,6 +249,7 @@ class Engine:
             multimodal=multimodal,
             grammar_state=grammar_state,
             draft_ids=draft_ids,
+            text_draft_ids=text_draft_ids,
             drafter=drafter,
             rescore=rescore and draft_ids is not None,
         )
@@ -291,7 +304,7 @@ class Engine:
         """schedule -> run -> decide -> (draft) -> apply: the scheduler picks the requests and their
         drafted tokens, the model runs them, `decide` (engine/spec/verify.py) chooses each one's
         tokens, a drafter that reads the model's hidden states drafts for the next step while
-        the step's K/V is still as the forward pass left it, and `_apply` appends the tokens."""
+        the step's K/V is still as the forward pass left it, and the processor (engine/process.py) appends them."""
         scheduled = self.scheduler.schedule()
         if scheduled is None:
             self._report_state()
@@ -302,7 +315,7 @@ class Engine:
         verdicts = decide(scheduled, logits, self.sampler)
         if isinstance(self.text_drafter, MtpDrafter):
             self.text_drafter.observe(self._mtp_rows(scheduled, starts, verdicts))
-        outputs = self._apply(scheduled, verdicts)
+        outputs = self.processor.apply(scheduled, verdicts)
         self._report_state()
         return outputs
 
@@ -322,141 +335,6 @@ class Engine:
                 rows.append(StepRows(req, start, first_row, next_tokens, new))
             first_row += n
         return rows
-
-    def _apply(self, scheduled, verdicts: list[Verdict | None]) -> list[RequestOutput]:
-        """Append each request's chosen tokens (K/V of drafted tokens it rejected back to the pool)."""
-        outputs: list[RequestOutput] = []
-        now = time.monotonic()
-        for req, n, verdict in zip(scheduled.requests, scheduled.extend_lens, verdicts):
-            if verdict is None:
-                req.num_computed += n
-                self.scheduler.cache_progress(req)
-                continue
-            if req.spec_ids:
-                self._settle_draft(req, verdict)
-            else:
-                req.num_computed += n
-            for j, token in enumerate(verdict.tokens):
-                if req.rescore:    # before the token: a finishing token's rescoring reads them
-                    req.output_log_probs.append(verdict.rescore_log_probs[j])
-                self._append_token(req, token, verdict.logprobs[j], now)
-                if req.finished:
-                    break
-            self._emit(req, outputs)
-        return outputs
-
-    def _emit(self, req: Request, outputs: list[RequestOutput]) -> None:
-        if req.finished:
-            del self.requests[req.request_id]
-        elif req.rescore:
-            return   # held: the model may still replace this output when it finishes
-        outputs.append(req.take_output())
-
-    def _rescored_output(self, req: Request) -> tuple[list[int], list[TokenLogprobs]] | None:
-        """A finished line whose greedy output differs from the model's draft: the draft where the
-        model scores it higher, with its tokens' logprobs when the request asks for them, else None.
-        Runs before the request leaves the scheduler, while its K/V (the prompt and the output
-        the two share) is still its own."""
-        draft, output = req.draft_ids, req.output_ids
-        eos_positions = [i for i, t in enumerate(draft) if t in self.eos_token_ids]
-        if output == draft or eos_positions != [len(draft) - 1] or len(draft) > req.max_output_len:
-            return None
-        common = 0
-        while output[common] == draft[common]:
-            common += 1
-        slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
-        past = [self.pool.gather(layer, slots) for layer in range(self.model_config.num_layers)]
-        features = req.multimodal.images[0].pixel_values
-        scores = self.runner.model.rescore(req.prompt_ids, features, output, req.output_log_probs, draft,
-                                           common, past)
-        self.num_rescored += 1
-        kept_draft = scores.draft > scores.output
-        if self.metrics is not None:
-            self.metrics.on_rescored(kept_draft)
-        if not kept_draft:
-            return None
-        self.num_draft_chosen += 1
-        logprobs: list[TokenLogprobs] = []
-        if req.params.logprobs is not None:
-            # The common start's as decoded (a rescored request's are all still pending), the rest
-            # from the rows the draft was just scored with: one token a step would give the same.
-            assert len(req.pending_logprobs) == len(output), (len(req.pending_logprobs), len(output))
-            top_ks = [req.params.logprobs] * (len(draft) - common)
-            rest = token_logprobs(scores.draft_log_probs, draft[common:], top_ks)
-            logprobs = req.pending_logprobs[:common] + rest
-        return list(draft), logprobs
-
-    def _replace_output(self, req: Request, chosen: list[int], logprobs: list[TokenLogprobs]) -> None:
-        """Hand back `chosen` (and its tokens' `logprobs`, where asked for) instead of what was
-        decoded (nothing was handed back yet)."""
-        checker = StopChecker(req.params, self.eos_token_ids, self.detok_tokenizer, req.prompt_ids)
-        text = ""
-        for i, token in enumerate(chosen):
-            result = checker.append(token, i + 1)
-            text += result.delta_text
-            if result.finish_reason is not None:
-                break
-        req.output_ids = chosen
-        req.stop_checker = checker
-        req.pending_text, req.pending_token_ids, req.pending_logprobs = text, list(chosen), logprobs
-
-    def _settle_draft(self, req: Request, verdict: Verdict) -> None:
-        """K/V written for the drafted tokens the model rejected goes back to the pool; count."""
-        draft, accepted = req.spec_ids, len(verdict.tokens) - 1
-        # the pending tokens (one, or the prompt's last chunk) + the drafted tokens that held
-        keep = req.num_computed + req.num_pending + accepted
-        extra = req.kv_slots[keep:]
-        if extra.numel():
-            self.pool.free(extra, req.owner_id)
-        req.kv_slots = req.kv_slots[:keep]
-        req.num_computed = keep
-        req.num_draft_proposed += len(draft)
-        req.num_draft_accepted += accepted
-        self.num_draft_tokens += len(draft)
-        self.num_accepted_draft_tokens += accepted
-        if self.metrics is not None:
-            self.metrics.on_draft_verified(len(draft), accepted)
-            self.metrics.on_spec_verified(req.spec_method, len(draft), accepted)
-        req.spec_ids = []
-
-    def _append_token(self, req: Request, token_id: int, lp, now: float) -> None:
-        req.output_ids.append(token_id)
-        req.sampler_state.append(token_id)
-        grammar_done = False
-        if req.grammar_state is not None:
-            accepted = req.grammar_state.accept(token_id)
-            assert accepted, "the grammar mask admitted a token its matcher rejects"
-            grammar_done = req.grammar_state.is_terminated()
-        result = req.stop_checker.append(token_id, len(req.output_ids))
-        req.pending_text += result.delta_text
-        req.pending_token_ids.append(token_id)
-        if lp is not None:
-            req.pending_logprobs.append(lp)
-        if self.metrics is not None:
-            if req.first_token_time is None:
-                self.metrics.on_first_token(now - req.arrival_time)
-            else:
-                self.metrics.on_inter_token(now - req.last_token_time)
-        if req.first_token_time is None:
-            req.first_token_time = now
-        req.last_token_time = now
-        reason = result.finish_reason
-        if reason is None and grammar_done:
-            reason = "stop"  # the grammar accepted a stop token the stop checker does not know
-            req.pending_text += req.stop_checker.flush("stop")
-        if reason is None and len(req.output_ids) >= req.max_output_len:
-            reason = "length"
-            req.pending_text += req.stop_checker.flush()
-        if reason is not None:
-            req.finish_reason = reason
-            # the model may keep its draft instead (house-ocr); decided while the K/V is the request's,
-            # replaced once the cache has taken the K/V of the tokens actually computed
-            chosen = self._rescored_output(req) if req.rescore and reason == "stop" else None
-            self.scheduler.remove(req)
-            if chosen is not None:
-                self._replace_output(req, *chosen)
-            if self.metrics is not None:
-                self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason)
 
     def _report_state(self) -> None:
         if self.metrics is not None:

@@ -51,7 +51,7 @@ TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40
 # Drafted tokens kept in one verification step: 0 (the first was rejected) up to the draft size
 # (n-grams and draft models: a few; house-ocr's CTC draft: up to 32 by default).
 ACCEPTANCE_LENGTH_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
-SPEC_METHODS = ("ngram", "draft_model", "mtp", "grammar", "ctc")   # engine/spec's drafters' names
+SPEC_METHODS = ("ngram", "draft_model", "mtp", "grammar", "ctc", "text_layer")   # engine/spec's drafters' names
 ITL_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 

@@ -80,7 +80,7 @@ class ModelRunner:
             batch.positions = batch_positions(reqs, scheduled.extend_lens)
             batch.input_embeds = batch_input_embeds(self.model, self.encoder_cache, reqs, scheduled.extend_lens,
                                                     batch.input_ids)
-        if self.cuda_graph_max_batch and not getattr(self.model, "capture_hidden", False):
+        if self.cuda_graph_max_batch and not self.model.capture_hidden:
             if self.decode_graphs is None:
                 from engine.cuda_graph import DecodeGraphs
 

@@ -53,6 +53,8 @@ class Request:
     | draft_ids      | the model's draft of the whole output (house-ocr: its CTC      |
     |                | reading + EOS), or None; `spec_ids` are the drafted tokens the |
     |                | current step verifies                                          |
+    | text_draft_ids | the client's draft of the whole output (`draft_text`, e.g. a   |
+    |                | PDF text layer's line) + EOS, or None                          |
     | drafter        | what proposes them (engine/spec/): the model's draft, n-grams  |
     | rescore        | the model may replace the finished greedy output with its      |
     |                | draft (house-ocr's CTC rescoring): nothing is handed back      |
@@ -71,6 +73,7 @@ class Request:
     arrival_time: float = field(default_factory=time.monotonic)
     multimodal: MultimodalInputs | None = None
     draft_ids: list[int] | None = None
+    text_draft_ids: list[int] | None = None
     drafter: object | None = None  # engine.spec.Drafter proposing this request's drafts; None: none
     rescore: bool = False          # hold the output until finished, then let the model rescore it
     output_log_probs: list[float] = field(default_factory=list)   # rescore: log P of each output token
@@ -89,7 +92,7 @@ class Request:
     aborted: bool = False
     # Output not yet handed to the caller (drained by the engine after each step).
     spec_ids: list[int] = field(default_factory=list)
-    spec_method: str = ""   # the drafter that made spec_ids (engine/spec: ngram, draft_model, grammar, ctc)
+    spec_method: str = ""   # the drafter that made spec_ids (engine/metrics.py's SPEC_METHODS)
     # a draft made at the end of a step for the next (MTP): (output length it follows, tokens)
     held_draft: tuple[int, list[int]] | None = None
     num_draft_proposed: int = 0
@@ -118,26 +121,10 @@ class Request:
         return self.multimodal.cache_key_ids + self.output_ids
 
     def propose(self, k: int) -> list[int]:
-        """Up to k drafted tokens to follow the output so far: the draft's continuation where the
-        output still agrees with it, else after the place in the draft nearest the output's length
-        where the output's final tokens occur (a reading that skipped or added a character
-        realigns; the nearest, not the last, because the two stay roughly in step and a short
-        tail like ' t' occurs all over a line), else none."""
-        draft, out = self.draft_ids, self.output_ids
-        if not draft or k <= 0:
-            return []
-        m = len(out)
-        if m <= len(draft) and draft[:m] == out:
-            return draft[m:m + k]
-        for n in (4, 3, 2):
-            if m < n:
-                continue
-            tail = out[-n:]
-            ends = [start + n for start in range(len(draft) - n + 1) if draft[start:start + n] == tail]
-            if ends:
-                end = min(ends, key=lambda e: (abs(e - m), -e))
-                return draft[end:end + k]
-        return []
+        """Up to k tokens of the model's own draft to follow the output so far (`propose_aligned`)."""
+        from engine.spec.drafters import propose_aligned
+
+        return propose_aligned(self.draft_ids, self.output_ids, k)
 
     @property
     def num_tokens(self) -> int:

@@ -24,6 +24,7 @@ MAX_STOP_STRING_LEN = 256      # characters
 MAX_NUM_STOP_REGEXES = 8
 MAX_STOP_REGEX_LEN = 512       # characters of pattern
 MAX_NUM_STOP_TOKEN_IDS = 256
+MAX_DRAFT_TEXT_LEN = 65536     # characters
 # torch.Generator.manual_seed accepts exactly this range.
 MIN_SEED, MAX_SEED = -(2**63), 2**64 - 1
 
@@ -52,6 +53,10 @@ class SamplingParams:
     # drafts for others. Its tokens are the same either way (engine/spec/verify.py); the switch
     # is for measuring, and for a client that knows its output will not copy its prompt.
     speculative: bool = True
+    # What the client expects the output to be (a PDF text layer's line, a previous reading):
+    # tokenised, drafted and verified like any draft (`text_layer` in the metrics), never
+    # trusted: the output is the model's own, token for token what it is without it.
+    draft_text: str | None = None
 
     @property
     def is_greedy(self) -> bool:
@@ -92,6 +97,13 @@ class SamplingParams:
         for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidRequestError(f"{name} must be true or false, got {getattr(self, name)!r}", name)
+        if self.draft_text is not None:
+            if not isinstance(self.draft_text, str):
+                raise InvalidRequestError(f"draft_text must be a string, got {type(self.draft_text).__name__}",
+                                          "draft_text")
+            if len(self.draft_text) > MAX_DRAFT_TEXT_LEN:
+                raise InvalidRequestError(f"draft_text has {len(self.draft_text)} characters, more than the limit "
+                                          f"of {MAX_DRAFT_TEXT_LEN}", "draft_text")
         self.stop = _as_list("stop", self.stop)
         self.stop_regex = _as_list("stop_regex", self.stop_regex)
         self.stop_token_ids = _as_list("stop_token_ids", self.stop_token_ids)

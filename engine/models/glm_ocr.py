@@ -77,9 +77,8 @@ class GlmMtpLayer:
 
 class GlmOcrModel(LlamaModel):
     is_multimodal = True
-    # Set by the MTP drafter: `forward` then keeps the final-norm hidden state of every row it
-    # ran in `captured_hidden` [num_tokens, hidden], which the MTP layer reads.
-    capture_hidden = False
+    # `capture_hidden` (engine/models/hooks.py), set by the MTP drafter: `forward` then keeps the
+    # final-norm hidden state of every row it ran in `captured_hidden` [num_tokens, hidden].
     captured_hidden: torch.Tensor | None = None
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,

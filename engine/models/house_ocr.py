@@ -46,8 +46,10 @@ from PIL import Image
 from engine.errors import InvalidRequestError
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
+from engine.models.hooks import ModelHooks, Rescored
 from engine.models.line_encoder import HEIGHT, LineEncoder, frames_for_width, preprocess
 from engine.models.llama import LlamaModel
+from engine.sampler import token_logprobs
 
 ARCHITECTURE = "HouseOcrForConditionalGeneration"
 MERGE = 2
@@ -87,7 +89,7 @@ class HouseOcrPreprocessor:
         return features, (1, 1, image_token_count(features.shape[0]))
 
 
-class HouseOcrModel:
+class HouseOcrModel(ModelHooks):
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
@@ -113,6 +115,10 @@ class HouseOcrModel:
             raise ValueError(f"house_ocr.ctc_weight in {path / 'config.json'} must be a number in [0, 1), "
                              f"got {weight!r}")
         self.ctc_weight = float(weight)
+
+    @property
+    def rescores_output(self) -> bool:
+        return self.ctc_weight > 0.0
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.language.embed[input_ids]
@@ -180,6 +186,33 @@ class HouseOcrModel:
         return RescoredLine(output=w * self._ctc_log_prob(ctc, output_ids, blank_id) + (1.0 - w) * output_decoder,
                             draft=w * self._ctc_log_prob(ctc, draft_ids, blank_id) + (1.0 - w) * draft_decoder,
                             draft_log_probs=log_probs)
+
+    def rescored_output(self, req, pool, eos_token_ids) -> Rescored | None:
+        """The hook the engine calls when a rescored line stops (engine/models/hooks.py): where the
+        greedy output differs from the draft, keep the draft if it scores higher (`rescore`), with
+        its tokens' logprobs when the request asks for them. Runs before the request leaves the
+        scheduler, while its K/V (the prompt and the output the two share) is still its own."""
+        draft, output = req.draft_ids, req.output_ids
+        eos_positions = [i for i, t in enumerate(draft) if t in eos_token_ids]
+        if output == draft or eos_positions != [len(draft) - 1] or len(draft) > req.max_output_len:
+            return None
+        common = 0
+        while output[common] == draft[common]:
+            common += 1
+        slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
+        past = [pool.gather(layer, slots) for layer in range(self.config.num_layers)]
+        features = req.multimodal.images[0].pixel_values
+        scores = self.rescore(req.prompt_ids, features, output, req.output_log_probs, draft, common, past)
+        if not scores.draft > scores.output:
+            return Rescored(kept_draft=False)
+        logprobs = []
+        if req.params.logprobs is not None:
+            # The common start's as decoded (a rescored request's are all still pending), the rest
+            # from the rows the draft was just scored with: one token a step would give the same.
+            assert len(req.pending_logprobs) == len(output), (len(req.pending_logprobs), len(output))
+            top_ks = [req.params.logprobs] * (len(draft) - common)
+            logprobs = req.pending_logprobs[:common] + token_logprobs(scores.draft_log_probs, draft[common:], top_ks)
+        return Rescored(kept_draft=True, tokens=list(draft), logprobs=logprobs)
 
     def _ctc_log_prob(self, log_probs: torch.Tensor, y: list[int], blank_id: int) -> float:
         """log P_ctc(y | frames) of a reading (its EOS left out); -inf where the frames cannot spell it."""

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
+from engine.models.hooks import ModelHooks
 from engine.models.rope import RotaryEmbedding
 from kernels.attention import make_attention_backend
 from kernels.layer_ops import make_layer_ops
@@ -38,7 +39,7 @@ class LlamaLayer:
         self.w_down = get("mlp.down_proj.weight")
 
 
-class LlamaModel:
+class LlamaModel(ModelHooks):
     def __init__(self, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype, max_positions: int,
                  device: torch.device | str = "cpu", attention_backend: str = "torch"):
         self.config = config

@@ -17,6 +17,7 @@ import torch
 
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
+from engine.models.hooks import ModelHooks
 from engine.models.llama import LlamaModel
 from engine.models.rope import MRotaryEmbedding
 from engine.models.vision_tower import VisionTower
@@ -24,7 +25,7 @@ from engine.models.vision_tower import VisionTower
 QWEN2_VL_ARCHITECTURES = ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration")
 
 
-class Qwen2VLModel:
+class Qwen2VLModel(ModelHooks):
     is_multimodal = True
 
     def __init__(self, path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,

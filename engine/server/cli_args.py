@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="chunked-prefill token budget per step")
     parser.add_argument("--max-running-requests", type=positive_int, default=64)
     parser.add_argument("--speculative-tokens", type=int, default=32,
-                        help="drafted tokens verified per step for models with a draft (house-ocr); 0: off")
+                        help="drafted tokens verified per step from a whole-output draft: the model's own "
+                             "(house-ocr's CTC reading) or a request's draft_text (a PDF text layer's line); 0: off")
     # Speculative drafts for every greedy request, in our, SGLang's and vLLM's spellings (engine/spec/flags.py).
     parser.add_argument("--speculative-algorithm", type=str.lower, default=None,
                         help="drafts for the other requests: ngram (prompt lookup, any model: extraction "

@@ -11,14 +11,16 @@ Extensions beyond OpenAI: `top_k`, `min_p`, `repetition_penalty`, `stop_regex`,
 `stop_token_ids`, `ignore_eos`, `include_stop_str_in_output`,
 `skip_special_tokens`, `tenant` (prefix-cache isolation; `user` is the fallback),
 `response_format` on text completions too, SGLang's `regex` / `ebnf`
-constraints (see `grammar_request`), and `speculative` (false: no speculative
-drafts for this request; a JSON boolean, not 0/1 or "false").
+constraints (see `grammar_request`), `speculative` (false: no speculative
+drafts for this request; a JSON boolean, not 0/1 or "false"), and `draft_text`
+(what the client expects the output to be, e.g. a PDF text layer's line: drafted
+and verified, never trusted; the output is the model's own).
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 
 class StrictModel(BaseModel):
@@ -99,6 +101,7 @@ class GenerationFields(StrictModel):
     regex: str | None = None
     ebnf: str | None = None
     speculative: StrictBool | None = None
+    draft_text: StrictStr | None = None
 
     @property
     def tenant_key(self) -> str:

@@ -14,7 +14,7 @@ from engine.server.protocol import ChatCompletionRequest, CompletionRequest, Gen
 PASSTHROUGH_FIELDS = (
     "max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty",
     "presence_penalty", "seed", "stop_token_ids", "ignore_eos", "include_stop_str_in_output",
-    "skip_special_tokens", "speculative",
+    "skip_special_tokens", "speculative", "draft_text",
 )
 
 

@@ -11,7 +11,11 @@ rejected tokens goes back to the pool at once.
 Drafters:
 - `ModelDrafter`: the model's own draft of the whole output, made when the
   request is built (house-ocr: its CTC reading of the line), realigned to the
-  output so far (`Request.propose`).
+  output so far (`propose_aligned`).
+- `TextDrafter`: the client's draft of the whole output (`draft_text`: a PDF
+  text layer's line under `text_layer="verify"`), realigned the same way; for
+  any model and request. The model verifies the layer instead of the pipeline
+  trusting it.
 - `NgramDrafter` (prompt lookup): the tokens that followed the latest earlier
   occurrence of the output's last n tokens, in the prompt and the output so far.
   For any model; made for extraction and transcription, where the output copies
@@ -42,7 +46,9 @@ maps vLLM's and SGLang's command-line spellings onto `EngineConfig`.
 """
 from __future__ import annotations
 
-from engine.spec.drafters import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter,
-                                  propose_ngram)
+from engine.spec.drafters import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter,
+                                  propose_aligned, propose_ngram)
+from engine.spec.mtp import MtpDrafter
 
-__all__ = ["DraftModelDrafter", "Drafter", "GrammarDrafter", "ModelDrafter", "NgramDrafter", "propose_ngram"]
+__all__ = ["DraftModelDrafter", "Drafter", "GrammarDrafter", "ModelDrafter", "MtpDrafter", "NgramDrafter",
+           "TextDrafter", "propose_aligned", "propose_ngram"]

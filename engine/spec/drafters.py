@@ -45,7 +45,40 @@ class ModelDrafter(Drafter):
     name = "ctc"
 
     def propose(self, req: Request, k: int) -> list[int]:
-        return req.propose(k)
+        return propose_aligned(req.draft_ids, req.output_ids, k)
+
+
+class TextDrafter(Drafter):
+    """The client's draft of the whole output (`SamplingParams.draft_text`, tokenised into
+    `Request.text_draft_ids`): a PDF text layer's line, which the model verifies instead of the
+    pipeline trusting it (`text_layer="verify"`)."""
+
+    name = "text_layer"
+
+    def propose(self, req: Request, k: int) -> list[int]:
+        return propose_aligned(req.text_draft_ids, req.output_ids, k)
+
+
+def propose_aligned(draft: Sequence[int] | None, out: Sequence[int], k: int) -> list[int]:
+    """Up to k tokens of a draft of the whole output to follow the output so far: the draft's
+    continuation where the output still agrees with it, else after the place in the draft nearest
+    the output's length where the output's final tokens occur (a reading that skipped or added a
+    character realigns; the nearest, not the last, because the two stay roughly in step and a
+    short tail like ' t' occurs all over a line), else none."""
+    if not draft or k <= 0:
+        return []
+    draft, m = list(draft), len(out)
+    if m <= len(draft) and draft[:m] == list(out):
+        return draft[m:m + k]
+    for n in (4, 3, 2):
+        if m < n:
+            continue
+        tail = list(out[-n:])
+        ends = [start + n for start in range(len(draft) - n + 1) if draft[start:start + n] == tail]
+        if ends:
+            end = min(ends, key=lambda e: (abs(e - m), -e))
+            return draft[end:end + k]
+    return []
 
 
 class NgramDrafter(Drafter):

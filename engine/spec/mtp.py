@@ -57,7 +57,7 @@ class MtpDrafter(Drafter):
 
     def __init__(self, num_tokens: int, model, pool):
         super().__init__(num_tokens)
-        if not getattr(model, "mtp_layers", None):
+        if not model.mtp_layers:
             raise ValueError("this model has no multi-token-prediction layers (num_nextn_predict_layers is 0)")
         self.model = model
         self.pool = pool
@@ -125,7 +125,7 @@ class MtpDrafter(Drafter):
         batch = ForwardBatch.build(tokens, starts, slots, sample,
                                    owner_ids=[r.owner_id for r in reqs] if self.pool.debug else None)
         first = batch.positions == 0
-        if getattr(self.model, "is_multimodal", False):
+        if self.model.is_multimodal:
             from engine.multimodal.batch_inputs import chunk_positions
 
             batch.positions = torch.cat([chunk_positions(r, s, len(t)) for r, s, t in zip(reqs, starts, tokens)],

@@ -29,7 +29,7 @@ Two paths give that choice:
 
 `decide` makes the step's verdicts: rows without drafts are sampled together in one batch
 (a one-token verdict each), rows with drafts through `verify`. The engine applies them
-(`Engine._apply`): it frees the K/V of rejected drafted tokens, counts, and appends the kept
+(`engine/process.py`): it frees the K/V of rejected drafted tokens, counts, and appends the kept
 tokens one by one, stopping where the request finishes.
 """
 from __future__ import annotations

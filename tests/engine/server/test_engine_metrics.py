@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 from engine.metrics import SPEC_METHODS, EngineMetrics
-from engine.spec import DraftModelDrafter, GrammarDrafter, ModelDrafter, NgramDrafter
+from engine.spec import DraftModelDrafter, GrammarDrafter, ModelDrafter, MtpDrafter, NgramDrafter, TextDrafter
 
 from .conftest import read_metrics
 
@@ -103,7 +103,8 @@ def test_draft_verdicts_are_counted_by_method():
 
 
 def test_every_drafter_counts_under_a_method_present_from_start():
-    names = {ModelDrafter.name, NgramDrafter.name, GrammarDrafter.name, DraftModelDrafter.name}
+    names = {ModelDrafter.name, NgramDrafter.name, GrammarDrafter.name, DraftModelDrafter.name, MtpDrafter.name,
+             TextDrafter.name}
     assert names == set(SPEC_METHODS)
 
 

@@ -142,3 +142,27 @@ def test_a_batch_of_bmp_crops_reads_as_the_reference(house_server):
         choice = answer["response"]["body"]["choices"][0]
         assert choice["message"]["content"] == charset.decode(expected) and choice["finish_reason"] == "stop"
         assert len(choice["logprobs"]["content"]) == len(expected)
+
+
+def test_a_text_layer_draft_through_the_openai_client(house_server):
+    """`draft_text` (what `text_layer="verify"` sends: the PDF text layer's line) as the official
+    client sends an extension field: the reply is the model's reading with or without it, right
+    or wrong, the drafts are counted as `text_layer`; a draft that is not a string is a 400."""
+    client = openai.OpenAI(base_url=house_server + "/v1", api_key="unused", max_retries=0, timeout=120)
+    before = read_metrics(httpx.get(house_server + "/metrics", timeout=10).text)
+    for text, font, size in LINES[:4]:
+        url = "data:image/png;base64," + base64.b64encode(png(render(text, font, size))).decode()
+        messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                                 {"type": "text", "text": "Text Recognition:"}]}]
+        plain = client.chat.completions.create(model="house-ocr", messages=messages, max_tokens=128, temperature=0)
+        for draft in (text, text[::-1]):
+            drafted = client.chat.completions.create(model="house-ocr", messages=messages, max_tokens=128,
+                                                     temperature=0, extra_body={"draft_text": draft})
+            assert drafted.choices[0].message.content == plain.choices[0].message.content
+            assert drafted.usage.completion_tokens == plain.usage.completion_tokens
+    after = read_metrics(httpx.get(house_server + "/metrics", timeout=10).text)
+    key = 'ocrserve_spec_draft_tokens_by_method_total{method="text_layer"}'
+    assert after[key] > before.get(key, 0.0)
+    with pytest.raises(openai.BadRequestError, match="draft_text"):
+        client.chat.completions.create(model="house-ocr", messages=messages, max_tokens=8, temperature=0,
+                                       extra_body={"draft_text": 5})

@@ -1,0 +1,49 @@
+"""What the engine asks of a model beyond its forward pass, with do-nothing defaults that every
+model class inherits, so the engine loop calls these and never probes a model for attributes.
+
+| hook                  | asked when                     | a model implements it to                       |
+|-----------------------|--------------------------------|------------------------------------------------|
+| `draft_tokens`        | a request is built             | draft the whole output from the request's own  |
+|                       |                                | inputs (house-ocr: the CTC reading of a line)  |
+| `rescores_output`     | a request is built             | say that it compares a finished greedy output  |
+|                       |                                | with that draft (below)                        |
+| `rescored_output`     | a rescored request stops, its  | keep the draft instead of what was decoded     |
+|                       | K/V still its own              | where it scores higher (house-ocr)             |
+| `mtp_layers`          | the engine starts with `mtp`   | hold multi-token-prediction layers and run     |
+|                       |                                | them (`mtp_forward`, GLM-OCR; spec/mtp.py)     |
+| `capture_hidden`      | set by the MTP drafter         | keep the final-norm hidden states of a forward |
+|                       |                                | pass in `captured_hidden`                      |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.request import Request
+    from engine.sampler import TokenLogprobs
+
+
+@dataclass
+class Rescored:
+    """A model's verdict on a finished output that differed from its draft."""
+
+    kept_draft: bool
+    tokens: list[int] = field(default_factory=list)              # the draft, where kept
+    logprobs: list[TokenLogprobs] = field(default_factory=list)  # its tokens', where the request asks
+
+
+class ModelHooks:
+    is_multimodal = False
+    rescores_output = False
+    mtp_layers: list = []      # (read only; a model with MTP layers sets its own)
+    capture_hidden = False
+
+    def draft_tokens(self, multimodal) -> list[int] | None:
+        """A draft of the request's whole output made from its inputs, verified speculatively; None: none."""
+        return None
+
+    def rescored_output(self, req: Request, pool, eos_token_ids) -> Rescored | None:
+        """For a request built with `rescores_output`, when it stops: None where there is nothing
+        to choose (the output is the draft, or the draft cannot be compared), else the verdict."""
+        return None

@@ -1,0 +1,80 @@
+"""A client's draft of the whole output (`draft_text`; the pipeline's `text_layer="verify"` sends a
+PDF text layer's line): house-ocr reads rendered lines token for token as it does without the
+draft, whether the draft is the line's true text or wrong, the drafts are counted as `text_layer`,
+a right draft is nearly all kept, and the CTC rescoring still compares its own draft. SmolLM2 takes
+one too (any model, any request: a sampled one keeps its seeded tokens). The HTTP API carries the
+field and refuses a non-string."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from engine.config import EngineConfig
+from engine.engine import Engine
+from engine.errors import InvalidRequestError
+from engine.metrics import EngineMetrics
+from engine.sampling_params import SamplingParams
+from tests.engine.test_house_ocr import LINES, png, prompt, render
+
+
+@pytest.fixture(scope="module")
+def house():
+    crops = [png(render(*line)) for line in LINES]
+    plain = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
+    text = prompt(plain)
+    want = plain.generate([text] * len(crops), SamplingParams(temperature=0.0, max_tokens=128),
+                          images=[[c] for c in crops])
+    return crops, text, want
+
+
+def test_a_text_layer_draft_changes_nothing_but_the_steps(house):
+    crops, text, want = house
+    eng = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True), metrics=EngineMetrics())
+    truths = [line[0] for line in LINES]
+    params = [SamplingParams(temperature=0.0, max_tokens=128, draft_text=t) for t in truths]
+    got = eng.generate([text] * len(crops), params, images=[[c] for c in crops])
+    assert [g.token_ids for g in got] == [w.token_ids for w in want]
+    assert [g.text for g in got] == [w.text for w in want]
+    registry, label = eng.metrics.registry, {"method": "text_layer"}
+    drafted = registry.get_sample_value("ocrserve_spec_draft_tokens_by_method_total", label)
+    kept = registry.get_sample_value("ocrserve_spec_accepted_tokens_by_method_total", label)
+    assert drafted == eng.num_draft_tokens > 0
+    if sum(w.text == t for w, t in zip(want, truths)) >= len(truths) // 2:   # the model reads most lines right
+        assert kept >= 0.7 * drafted
+    assert registry.get_sample_value("ocrserve_spec_draft_tokens_by_method_total", {"method": "ctc"}) == 0
+    eng.pool.check_invariants()
+
+
+def test_a_wrong_draft_is_rejected_and_the_reading_kept(house):
+    crops, text, want = house
+    eng = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
+    wrong = ["Invoice No. 2024-118", "", "completely different words here", "x" * 300]
+    params = [SamplingParams(temperature=0.0, max_tokens=128, draft_text=w) for w in wrong]
+    got = eng.generate([text] * len(wrong), params, images=[[c] for c in crops[:len(wrong)]])
+    assert [g.token_ids for g in got] == [w.token_ids for w in want[:len(wrong)]]
+    eng.pool.check_invariants()
+
+
+def test_any_model_and_request_takes_a_text_draft():
+    eng = Engine(EngineConfig(model="smollm2-135m", context_length=512, kv_tokens=4096, debug=True))
+    plain = Engine(EngineConfig(model="smollm2-135m", context_length=512, kv_tokens=4096, debug=True, speculative_tokens=0))
+    question = eng.tokenizer.apply_chat_template([{"role": "user", "content": "Name three rivers."}],
+                                                 add_generation_prompt=True, tokenize=False)
+    params = [SamplingParams(temperature=0.0, max_tokens=24), SamplingParams(temperature=0.8, seed=3, max_tokens=24),
+              SamplingParams(temperature=0.0, max_tokens=24, frequency_penalty=0.4)]
+    want = plain.generate([question] * 3, params)
+    drafted = [dataclasses.replace(p, draft_text=w.text) for p, w in zip(params, want)]
+    got = eng.generate([question] * 3, drafted)
+    assert [g.token_ids for g in got] == [w.token_ids for w in want]
+    assert eng.num_accepted_draft_tokens > 0.8 * eng.num_draft_tokens > 0
+    # speculative_tokens=0 turns client drafts off too; the output is the same
+    assert [o.token_ids for o in plain.generate([question] * 3, drafted)] == [w.token_ids for w in want]
+    assert plain.num_draft_tokens == 0
+
+
+def test_draft_text_is_validated():
+    with pytest.raises(InvalidRequestError, match="draft_text"):
+        SamplingParams(draft_text=5).validate()
+    with pytest.raises(InvalidRequestError, match="draft_text"):
+        SamplingParams(draft_text="x" * 70000).validate()
