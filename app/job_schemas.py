@@ -51,7 +51,8 @@ class JobSummary(BaseModel):
     error: str | None = Field(None, description="a sentence, when the job failed")
     formats: list[str]
     text_layer: str = Field(description="auto: PDF pages take their own text layer where it passes checks; "
-                            "never: every page is recognised")
+                            "never: every page is recognised; verify: recognised, the text layer (where it "
+                            "passes checks) sent as the model's draft and compared with the reading")
     files: list[FileView]
     schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 

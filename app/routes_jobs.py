@@ -21,6 +21,7 @@ from app.job_schemas import JobList, JobSummary, JobView, extraction_view
 from app.schemas_registry import SchemaRegistry, resolve_schema
 from app.uploads import FormLimits, ReceivedForm, UploadGate, receive_form
 from vision.limits import InvalidOptionError
+from vision.text_layer import TEXT_LAYER_MODES
 from workers.blob_store import BlobStore
 from workers.extraction_schema import ExtractionSchema, SchemaError, parse_schema
 from workers.job_model import JobRecord, JobState
@@ -44,10 +45,12 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "dpi": {"type": "number", "description": "render resolution for PDF pages (default: the server's)"},
         "schema": {"type": "string", "description": "extract fields into extraction.json: the name of a "
                    "registered schema (GET /v1/schemas) or a whole JSON schema, as text or as a file part"},
-        "text_layer": {"type": "string", "enum": ["auto", "never"], "description": "auto: a PDF page whose own "
-                       "text layer passes checks (mapped characters, visible text, covering the detected lines) "
-                       "takes its text from it, exact and fast; never: always recognise (default: the server's, "
-                       "auto unless OCRSERVE_TEXT_LAYER says otherwise)"},
+        "text_layer": {"type": "string", "enum": list(TEXT_LAYER_MODES), "description": "auto: a PDF page "
+                       "whose own text layer passes checks (mapped characters, visible text, covering the detected "
+                       "lines) takes its text from it, exact and fast; never: always recognise; verify: recognise "
+                       "such a page with its layer's text as the model's draft (faster on our engine), each region "
+                       "saying whether the reading agrees with the layer (default: the server's, auto unless "
+                       "OCRSERVE_TEXT_LAYER says otherwise)"},
     }}}}}}
 
 

@@ -1,5 +1,6 @@
 """Whether a PDF page's own text layer can stand in for recognition, and which
-text each detected line then takes from it (`--text-layer auto`).
+text each detected line then takes from it (`--text-layer auto`; `verify`
+recognises every line anyway and sends the layer's text as the model's draft).
 
 A born-digital page carries its exact text, and taking it costs no
 recognition. The layer is used only when it passes three checks; the first
@@ -72,6 +73,7 @@ RUN_GAP_HEIGHTS = 2.0       # a gap wider than this many word heights splits a r
 class TextLayerMode(StrEnum):
     AUTO = "auto"       # take the layer where it passes its checks, recognise the rest
     NEVER = "never"     # always recognise
+    VERIFY = "verify"   # where it passes, recognise every line anyway, the layer's text sent as the draft
 
 
 TEXT_LAYER_MODES = tuple(mode.value for mode in TextLayerMode)
@@ -82,7 +84,9 @@ class TextLayerVerdict:
     usable: bool
     reason: str   # a short sentence: why the layer was used or not
 
-    def describe(self) -> str:
+    def describe(self, mode: str = TextLayerMode.AUTO) -> str:
+        if self.usable and mode == TextLayerMode.VERIFY:
+            return f"text layer verified (every line recognised, the layer's text as its draft): {self.reason}"
         return f"text layer {'used' if self.usable else 'not used'}: {self.reason}"
 
 

@@ -4,8 +4,9 @@
         {"filename", "kind", "num_pages", "sha256", "pages": [
             {"page", "state", "reason", "width", "height", "dpi", "timings", "regions": [
                 {"reading_index", "label", "task", "role", "bbox", "bbox_1000", "text", "status",
-                 "origin", "source", "reason", "lines": [{"bbox", "text", "confidence", "low_confidence"}],
-                 "figure", "blocks": [{"type", "text", "lines", ...}]}]}]}]}
+                 "origin", "source", "reason",
+                 "lines": [{"bbox", "text", "confidence", "low_confidence", "layer_text"}],
+                 "figure", "blocks": [{"type", "text", "lines", ...}], "text_layer_check"}]}]}]}]}
 
 `blocks` (see `workers.structure_blocks`) give each region's structure: headings,
 paragraphs, lists, code, equations, captions tied to their figure or table.

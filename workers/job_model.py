@@ -72,6 +72,8 @@ class JobOptions:
     pages: str | None = None        # the selection as sent, e.g. "1-5,8"
     extraction: ExtractionSchema | None = None   # fields to extract into extraction.json, checked at submit
     text_layer: str = "auto"        # vision.text_layer.TextLayerMode: "auto" takes a PDF page's own text when it passes
+                                    # its checks, "never" always recognises, "verify" recognises it with that text as
+                                    # the model's draft
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages,

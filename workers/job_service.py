@@ -92,7 +92,7 @@ class JobService:
         (batch runs over documents of mixed length) selected pages past a
         document's end are left out instead of refused. `extraction`, a schema
         already checked, adds extraction.json to the job's results. `text_layer`
-        is auto or never (None: the service's default, OCRSERVE_TEXT_LAYER)."""
+        is auto, never or verify (None: the service's default, OCRSERVE_TEXT_LAYER)."""
         options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
                              extraction, parse_text_layer(text_layer, self.settings.text_layer))
         if not uploads:
@@ -188,16 +188,14 @@ def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def parse_text_layer(mode: str | None, default: str) -> str:
-    """'auto' or 'never' (any case); None or blank -> `default`."""
+    """'auto', 'never' or 'verify' (any case); None or blank -> `default`."""
     if mode is None or not mode.strip():
         return default
     chosen = mode.strip().lower()
-    if chosen == "verify":
-        raise InvalidOptionError("text_layer 'verify' (the model checking the text layer as a draft) is not "
-                                 "available yet; choose auto or never")
     if chosen not in TEXT_LAYER_MODES:
         raise InvalidOptionError(f"unknown text_layer {mode.strip()[:20]!r}; choose auto (take a PDF page's own "
-                                 "text when it passes checks) or never (always recognise)")
+                                 "text when it passes checks), never (always recognise) or verify (recognise, "
+                                 "with the text layer as the model's draft)")
     return chosen
 
 

@@ -16,6 +16,12 @@ batch requests of many lines each instead of one HTTP request per crop
 format). Greedy first; a reply cut off by the token limit (the
 usual sign of a repetition loop) is asked again once at a higher temperature.
 
+A crop with a `draft` (a PDF text layer's text, `text_layer="verify"`) sends it
+as `draft_text`, our engine's extension: the engine drafts it and verifies it
+token by token, so the reply is the model's own reading, only sooner when the
+layer is right. Crops without one send no such field, so other servers never
+see it unless a job asks for verify.
+
 Every request carries the job owner's prefix-cache tenant as the standard
 `user` field (our engine keys its radix cache by it, DESIGN "salted per
 tenant"; other servers take it as an end-user id): a hash of the owner, set
@@ -60,6 +66,7 @@ from workers.settings import Settings
 
 MAX_TOKENS = {RecognitionTask.TEXT: 512, RecognitionTask.TABLE: 4096, RecognitionTask.FORMULA: 1024}
 TEMPERATURE_LADDER = (0.0, 0.4)
+MAX_DRAFT_CHARS = 32768   # the engine refuses a draft_text over 65536; a draft's head drafts as well as the whole
 _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "model_not_found"}
 _TENANT: contextvars.ContextVar[str | None] = contextvars.ContextVar("ocrserve_engine_tenant", default=None)
 
@@ -150,6 +157,8 @@ class OpenAIVisionRecognizer:
         tenant = current_tenant()
         if tenant is not None:
             body["user"] = tenant
+        if item.draft is not None:
+            body["draft_text"] = item.draft[:MAX_DRAFT_CHARS]
         return body
 
     async def _recognize_batched(self, client: httpx.AsyncClient,

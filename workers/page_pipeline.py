@@ -22,6 +22,15 @@ no (trusted) words for are recognised as usual. A region says `source`
 from the layer have no `confidence` (None: no recogniser judged them). The
 page says why its layer was used or not (`PageResult.text_layer`).
 
+With `text_layer="verify"` the same match decides what the layer holds, but
+nothing is taken from it: every line (and region read whole) is recognised,
+the layer's text going along as the recogniser's `draft` (our engine verifies
+it token by token: faster when right, the model's own reading either way). The
+reading is kept; a region says whether it agrees with the layer
+(`text_layer_check`, whitespace aside) and a line read otherwise keeps the
+layer's text (`layer_text`). A line crop with no ink is still answered with
+no text, unsent and uncompared.
+
 A region whose crops could not all be read takes its text from the PDF text
 layer (`fallback`) when the page has one, else it is `failed` and keeps what
 was read. A recogniser that is unreachable raises out of `process` so the
@@ -65,18 +74,21 @@ class PagePipeline:
     def process(self, document: Document, rendered: RenderedPage, file_index: int, final_attempt: bool = True,
                 figures_dir: Path | None = None, text_layer: str = TextLayerMode.NEVER) -> PageResult:
         """`rendered` is a page of `document` (the text layer comes from there); `text_layer`
-        is a `TextLayerMode` value: "auto" takes a PDF page's own text where it passes its checks.
+        is a `TextLayerMode` value: "auto" takes a PDF page's own text where it passes its checks,
+        "verify" recognises it anyway with that text as the draft.
         The default here is "never", so callers that measure recognition (bench/) keep measuring
         it; jobs pass their own option, whose default is "auto"."""
         page_index = rendered.page_index
         layout = analyze_page(rendered.image, num_threads=self.vision_num_threads, render_s=rendered.render_s)
         checking = time.perf_counter()
-        match = _layer_match(document, rendered, layout) if text_layer == TextLayerMode.AUTO else None
+        uses_layer = text_layer in (TextLayerMode.AUTO, TextLayerMode.VERIFY)
+        match = _layer_match(document, rendered, layout) if uses_layer else None
         checked = time.perf_counter()
         blocks = match.blocks if match is not None else layout.blocks
         taken = match.texts if match is not None else (None,) * len(blocks)
+        verify = text_layer == TextLayerMode.VERIFY
         single_lines = getattr(self.recognizer, "reads_single_lines", False)
-        crops = [_crops_of(block, rendered, single_lines, text) for block, text in zip(blocks, taken)]
+        crops = [_crops_of(block, rendered, single_lines, text, verify) for block, text in zip(blocks, taken)]
         # Lines taken from the text layer and crops with no ink (rules, dot leaders, specks) come
         # already answered; only the rest is sent.
         items = [item for block_items in crops for item in block_items if isinstance(item, RecognitionItem)]
@@ -101,13 +113,15 @@ class PagePipeline:
             block_outcomes = outcomes[position:position + len(block_items)]
             position += len(block_items)
             by_lines = _by_lines(block, single_lines)
-            if not by_lines and text is not None and text.words is not None and block.task is not RecognitionTask.SKIP:
+            if not verify and not by_lines and text is not None and text.words is not None \
+                    and block.task is not RecognitionTask.SKIP:
                 regions.append(_layer_region(block, text.words, layout.width, layout.height))
                 continue
             if words is None and not all(outcome.ok for outcome in block_outcomes):
                 words = document.text_words(page_index, rendered.dpi)
-            region = _region(block, block_outcomes, words or [], layout.width, layout.height, by_lines)
-            if by_lines and text is not None and all(line is not None for line in text.lines) \
+            drafts = [item.draft if isinstance(item, RecognitionItem) else None for item in block_items]
+            region = _region(block, block_outcomes, words or [], layout.width, layout.height, by_lines, drafts)
+            if not verify and by_lines and text is not None and all(line is not None for line in text.lines) \
                     and region.status is RegionStatus.OK:
                 region = replace(region, source="text_layer")
             regions.append(region)
@@ -121,7 +135,7 @@ class PagePipeline:
                    "recognition": recognized - started, "assembly": assembled - recognized}
         reason = " ".join(filter(None, [_page_reason(regions), _shortfall(blocks, regions)])) or None
         return PageResult(file_index, page_index, layout.width, layout.height, rendered.dpi, tuple(regions),
-                          timings, reason, text_layer=match.verdict.describe() if match is not None else None)
+                          timings, reason, text_layer=_layer_note(match, text_layer, regions))
 
 
 def fallback_page(document: Document, file_index: int, page_index: int, dpi: float, reason: str) -> PageResult:
@@ -147,24 +161,30 @@ def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
     return block.task in (RecognitionTask.TEXT, RecognitionTask.SKIP) or single_lines
 
 
-def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool,
-              taken: BlockText | None) -> list[RecognitionItem | RecognitionOutcome]:
+def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken: BlockText | None,
+              verify: bool = False) -> list[RecognitionItem | RecognitionOutcome]:
     """What to send for a block, or the answer already known: a line's text taken from the
-    text layer, or no text for a line crop with no ink. Nothing for a block read whole from the layer."""
+    text layer, or no text for a line crop with no ink. Nothing for a block read whole from the layer.
+    With `verify` nothing is taken: the layer's text goes with its crop as the draft."""
     if _by_lines(block, single_lines):
         from_layer = taken.lines if taken is not None else (None,) * len(block.lines)
         answers: list[RecognitionItem | RecognitionOutcome] = []
         for line, text in zip(block.lines, from_layer):
-            if text is not None:
+            if text is not None and not verify:
                 answers.append(RecognitionOutcome(text))
                 continue
             crop = crop_line(page.image, line)
-            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True)
+            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True, draft=text)
                            if has_text_ink(crop) else NO_TEXT)
         return answers
-    if block.task is RecognitionTask.SKIP or (taken is not None and taken.words is not None):
+    if block.task is RecognitionTask.SKIP:
         return []
-    return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False)]
+    draft = None
+    if taken is not None and taken.words is not None:
+        if not verify:
+            return []
+        draft = "\n".join(line.text for line in lines_from_words(taken.words))
+    return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False, draft=draft)]
 
 
 def _layer_match(document: Document, rendered: RenderedPage, layout: PageLayout) -> LayerMatch | None:
@@ -172,6 +192,23 @@ def _layer_match(document: Document, rendered: RenderedPage, layout: PageLayout)
     if document.kind is not DocumentKind.PDF:
         return None
     return match_text_layer(read_text_layer(document, rendered), layout)
+
+
+def _layer_note(match: LayerMatch | None, mode: str, regions: Sequence[RegionResult]) -> str | None:
+    """The page's `text_layer`: whether its layer was used, and why; in verify mode also in how
+    many of the regions read with its drafts the reading differs from it."""
+    if match is None:
+        return None
+    note = match.verdict.describe(mode)
+    checked = [region.text_layer_check for region in regions if region.text_layer_check is not None]
+    if checked:
+        note += (f"; the reading differs from it in {checked.count('differs')} of {len(checked)} "
+                 f"region{'s' * (len(checked) != 1)} verified")
+    return note
+
+
+def _same_text(read: str, layer: str) -> bool:
+    return read.split() == layer.split()
 
 
 def _layer_region(block: LayoutBlock, words: tuple[TextWord, ...], width: int, height: int) -> RegionResult:
@@ -189,14 +226,22 @@ def _region_base(block: LayoutBlock, width: int, height: int) -> dict:
 
 
 def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[TextWord],
-            width: int, height: int, by_lines: bool) -> RegionResult:
+            width: int, height: int, by_lines: bool, drafts: Sequence[str | None] = ()) -> RegionResult:
+    """The region from its crops' outcomes. `drafts` (verify) are the text layer's text each crop
+    was sent with: a region read with drafts says whether it agrees with them, unless its text
+    fell back to the layer itself."""
     bbox = block.region.bbox
     base = _region_base(block, width, height)
     failures = [outcome.error for outcome in outcomes if not outcome.ok]
+    drafts = list(drafts) or [None] * len(outcomes)
+    verified = [(outcome.text, draft) for outcome, draft in zip(outcomes, drafts)
+                if outcome.text is not None and draft is not None]
+    check = None if not verified else "agrees" if all(_same_text(*pair) for pair in verified) else "differs"
     if by_lines:
         lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text,  # type: ignore[arg-type]
-                                 outcome.confidence)
-                      for line, outcome in zip(block.lines, outcomes) if outcome.text)
+                                 outcome.confidence,
+                                 draft if draft is not None and not _same_text(outcome.text, draft) else None)
+                      for line, outcome, draft in zip(block.lines, outcomes, drafts) if outcome.text)
     else:
         lines = ()
     read_text = "\n".join(outcome.text for outcome in outcomes if outcome.text)  # type: ignore[misc]
@@ -205,14 +250,14 @@ def _region(block: LayoutBlock, outcomes: list[RecognitionOutcome], words: list[
         read_text = markdown_table([[(line.bbox, text_of[line]) for line in row if line in text_of]
                                     for row in line_rows(block.lines)])
     if not failures:
-        return RegionResult(text=read_text, status=RegionStatus.OK, lines=lines, **base)
+        return RegionResult(text=read_text, status=RegionStatus.OK, lines=lines, text_layer_check=check, **base)
     what = f"{len(failures)} of {len(outcomes)} crops could not be read ({failures[0]})"
     from_layer = fallback_text(words, bbox)
     if from_layer is not None:
         text, layer_lines = from_layer
         return RegionResult(text=text, status=RegionStatus.FALLBACK, lines=layer_lines, source="text_layer",
                             reason=f"{what}; text taken from the PDF text layer", **base)
-    return RegionResult(text=read_text, status=RegionStatus.FAILED, lines=lines,
+    return RegionResult(text=read_text, status=RegionStatus.FAILED, lines=lines, text_layer_check=check,
                         reason=f"{what}; the page has no text layer to fall back to", **base)
 
 

@@ -17,6 +17,13 @@ through `to_dict` / `from_dict`. Boxes are in page pixels of the rendered page
 text came from (`ocr`: a recogniser; `text_layer`: the PDF's own text layer).
 A line's `confidence` is the recogniser's (0-1, None when it gives none);
 `low_confidence` flags a line below `LOW_CONFIDENCE`.
+
+In text-layer mode `verify` a PDF page whose layer passes its checks is still
+recognised, each line with the layer's text as the recogniser's draft; the
+reading is kept (`source` `ocr`). A region's `text_layer_check` then says
+whether its readings match the layer (`agrees`, `differs`; whitespace aside),
+and a line read differently keeps the layer's text in `layer_text`. Both are
+None where nothing was verified, and in results stored before they existed.
 """
 from __future__ import annotations
 
@@ -43,6 +50,7 @@ class LineResult:
     bbox: Box
     text: str
     confidence: float | None = None   # 0-1, from the recogniser; None when it gives none
+    layer_text: str | None = None     # verify: the text layer's text, where the reading differs from it
 
     @property
     def low_confidence(self) -> bool:
@@ -51,11 +59,12 @@ class LineResult:
     def to_dict(self) -> dict[str, Any]:
         confidence = None if self.confidence is None else round(self.confidence, 3)
         return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
-                "low_confidence": self.low_confidence}
+                "low_confidence": self.low_confidence, "layer_text": self.layer_text}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineResult:
-        return cls(tuple(float(v) for v in data["bbox"]), data["text"], data.get("confidence"))  # type: ignore[arg-type]
+        bbox = tuple(float(v) for v in data["bbox"])
+        return cls(bbox, data["text"], data.get("confidence"), data.get("layer_text"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -74,13 +83,14 @@ class RegionResult:
     lines: tuple[LineResult, ...] = ()
     figure: str | None = None   # file name of the figure crop, for figures
     blocks: tuple[Block, ...] = ()   # its structure (workers.structure); () in results stored before it
+    text_layer_check: str | None = None   # verify: "agrees" / "differs" (reading vs. text layer); None: not verified
 
     def to_dict(self) -> dict[str, Any]:
         return {"reading_index": self.reading_index, "label": self.label, "task": self.task, "role": self.role,
                 "bbox": [round(v, 1) for v in self.bbox], "bbox_1000": list(self.bbox_1000), "text": self.text,
                 "status": self.status.value, "origin": self.origin, "source": self.source, "reason": self.reason,
                 "lines": [line.to_dict() for line in self.lines], "figure": self.figure,
-                "blocks": [block.to_dict() for block in self.blocks]}
+                "blocks": [block.to_dict() for block in self.blocks], "text_layer_check": self.text_layer_check}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionResult:
@@ -89,7 +99,7 @@ class RegionResult:
                    data["text"], RegionStatus(data["status"]), data.get("origin", "layout"), data.get("source", "ocr"),
                    data.get("reason"),
                    tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"),
-                   tuple(Block.from_dict(block) for block in data.get("blocks", ())))
+                   tuple(Block.from_dict(block) for block in data.get("blocks", ())), data.get("text_layer_check"))
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ class PageResult:
     regions: tuple[RegionResult, ...]
     timings: dict[str, float] = field(default_factory=dict)   # seconds per stage
     reason: str | None = None   # a sentence when some regions are not ok, or the text is far short of the lines
-    text_layer: str | None = None   # PDF pages in text-layer mode auto: whether its text layer was used, and why
+    text_layer: str | None = None   # PDF pages in text-layer mode auto or verify: whether its layer was used, and why
 
     @property
     def page_number(self) -> int:

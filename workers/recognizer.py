@@ -48,6 +48,8 @@ class RecognitionItem:
     image: Image.Image          # RGB crop
     task: RecognitionTask       # never SKIP
     is_single_line: bool        # a text-line crop (True) or a whole region (False)
+    draft: str | None = None    # text the reading is expected to be (a PDF text layer's, `text_layer="verify"`):
+                                # a recogniser may use it to read faster, never as the answer
 
     def __post_init__(self) -> None:
         assert self.task in TASK_PROMPTS, f"no recognition for task {self.task}"

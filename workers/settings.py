@@ -93,8 +93,9 @@ class Settings(BaseSettings):
     tesseract_cmd: str = "tesseract"
     tesseract_lang: str = "eng"
     # A job's text-layer mode unless it names one: `auto` takes a born-digital PDF page's own text
-    # when it passes its checks (vision/text_layer.py), `never` always recognises.
-    text_layer: Literal["auto", "never"] = "auto"
+    # when it passes its checks (vision/text_layer.py), `never` always recognises, `verify`
+    # recognises such a page with its layer's text as the model's draft.
+    text_layer: Literal["auto", "never", "verify"] = "auto"
 
     # Schema extraction, for jobs sent with a schema. Route "auto": "vision" (page images to the
     # recogniser's VLM) when the recogniser is `openai`, else "text" (recognised text to a text LLM).

@@ -8,6 +8,7 @@ crops run in single-line mode (`--psm 7`), whole regions
 (tables, formulas, regions without detected lines) as a block of text
 (`--psm 6`). Small crops are scaled up first: Tesseract reads glyphs best
 around 30-40 pixels tall, and a 10 pt line rendered at 100-150 DPI is half that.
+A crop's `draft` (`text_layer="verify"`) is ignored: Tesseract just reads.
 """
 from __future__ import annotations
 

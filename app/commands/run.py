@@ -1,4 +1,4 @@
-"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--text-layer auto|never]
+"""`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--text-layer auto|never|verify]
 [--schema S] [--force]`
 
 The batch folder job, with no server running: it starts a private worker (and
@@ -41,7 +41,7 @@ SUMMARY = "OCR files and folders to Markdown/JSON/text/PDF without a server"
 POLL_INTERVAL_S = 0.25
 OWNER = "cli"
 EXTRACTION_OUTPUT = "extraction.json"   # NAME.extraction.json, beside NAME.md
-TEXT_LAYER_MODES = ("auto", "never")     # vision.text_layer's, named here so --help needs no PDF library
+TEXT_LAYER_MODES = ("auto", "never", "verify")   # vision.text_layer's, named here so --help needs no PDF library
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dpi", type=float, default=None, help="render resolution for PDF pages")
     parser.add_argument("--text-layer", choices=TEXT_LAYER_MODES, default=None,
                         help="auto: a PDF page whose own text layer passes checks takes its text from it (exact, "
-                             "fast); never: always recognise (default: auto, or OCRSERVE_TEXT_LAYER)")
+                             "fast); never: always recognise; verify: recognise such a page with its layer's text "
+                             "as the model's draft (faster on our engine) and flag where they differ (default: "
+                             "auto, or OCRSERVE_TEXT_LAYER)")
     parser.add_argument("--schema", default=None,
                         help="also extract fields into NAME.extraction.json: a JSON schema file or a registered name")
     parser.add_argument("--force", action="store_true", help="redo inputs already done")

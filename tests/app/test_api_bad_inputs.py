@@ -38,8 +38,6 @@ def test_a_bad_upload_is_refused_with_a_clear_reason(client, name, data, status,
     ({"dpi": "high"}, "invalid_option", "dpi must be a number"),
     ({"colour": "red"}, "invalid_option", "unknown option 'colour'"),
     ({"text_layer": "garbage"}, "invalid_option", "unknown text_layer 'garbage'; choose auto"),
-    ({"text_layer": "verify"}, "invalid_option", "text_layer 'verify' (the model checking the text layer as a draft) "
-                                                 "is not available yet"),
 ])
 def test_a_bad_option_is_refused(client, fields, code, words):
     answer = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(2))),

@@ -169,18 +169,25 @@ def test_openapi_describes_the_jobs_api(client):
     assert "delete" in spec["paths"]["/v1/jobs/{job_id}"]
     body = spec["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
     assert set(body["properties"]) == {"files", "pages", "formats", "dpi", "schema", "text_layer"}
-    assert body["properties"]["text_layer"]["enum"] == ["auto", "never"]
+    assert body["properties"]["text_layer"]["enum"] == ["auto", "never", "verify"]
 
 
-def test_the_text_layer_option_is_stored_shown_and_obeyed(client, api_settings):
+@pytest.mark.parametrize("mode", ["never", "verify"])
+def test_the_text_layer_option_is_stored_shown_and_obeyed(client, api_settings, mode):
     answer = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(1))),
-                         data={"text_layer": "never", "formats": "md"})
+                         data={"text_layer": mode, "formats": "md"})
     assert answer.status_code == 202, answer.text
-    assert answer.json()["text_layer"] == "never"
+    assert answer.json()["text_layer"] == mode
     job = wait_for_job(client, answer.json()["id"])
-    assert job["state"] == "done" and job["text_layer"] == "never"
+    assert job["state"] == "done" and job["text_layer"] == mode
     listed = {j["id"]: j for j in client.get("/v1/jobs", headers=auth()).json()["jobs"]}
-    assert listed[job["id"]]["text_layer"] == "never"
+    assert listed[job["id"]]["text_layer"] == mode
     page = client.get(f"/v1/jobs/{job['id']}/result?format=json", headers=auth()).json()["documents"][0]["pages"][0]
-    assert page["text_layer"] is None and {r["source"] for r in page["regions"]} == {"ocr"}, "recognised"
+    assert {r["source"] for r in page["regions"]} == {"ocr"}, "recognised"
     assert samples.page_sentence(0) in " ".join(r["text"] for r in page["regions"])
+    if mode == "never":
+        assert page["text_layer"] is None
+        assert {r["text_layer_check"] for r in page["regions"]} == {None}
+    else:   # recognised with the layer as the draft, and compared with it
+        assert page["text_layer"].startswith("text layer verified"), page["text_layer"]
+        assert {r["text_layer_check"] for r in page["regions"]} <= {"agrees", "differs"}

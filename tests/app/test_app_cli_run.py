@@ -105,7 +105,13 @@ def test_arguments_that_cannot_work_exit_2(tmp_path):
 
 
 def test_the_text_layer_choices_are_the_pipelines():
+    import argparse
+
     from app.commands.run import TEXT_LAYER_MODES as offered
+    from app.commands.run import configure
     from vision.text_layer import TEXT_LAYER_MODES
 
-    assert offered == TEXT_LAYER_MODES == ("auto", "never")
+    assert offered == TEXT_LAYER_MODES == ("auto", "never", "verify")
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    assert parser.parse_args(["in.pdf", "--out", "out", "--text-layer", "verify"]).text_layer == "verify"

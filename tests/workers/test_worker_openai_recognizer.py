@@ -10,6 +10,7 @@ regions that fall back to the text layer with that reason. The success path
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 
@@ -120,28 +121,16 @@ def test_crops_go_as_bmp_to_loopback_and_as_png_elsewhere():
         assert decoded.mode == mode and decoded.tobytes() == converted.tobytes()
 
 
-def test_a_server_without_batches_gets_one_request_per_crop():
-    """What vLLM or SGLang answer to POST /v1/batch (404): the recogniser asks once, then sends
-    each crop as its own chat request, as before."""
+@contextlib.contextmanager
+def _chat_server(chat):
+    """A stub OpenAI-compatible server answering POST /v1/chat/completions with `chat` (and 404 to
+    anything else, POST /v1/batch included, as vLLM and SGLang do); yields its base URL."""
     import threading
     import time
 
     import uvicorn
-    from PIL import Image
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
     from starlette.routing import Route
-
-    from vision.layout import RecognitionTask
-    from workers.recognizer import RecognitionItem
-
-    seen: list[str] = []
-
-    async def chat(request):
-        body = await request.json()
-        seen.append(body["messages"][0]["content"][0]["image_url"]["url"][:16])
-        return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "read"},
-                                          "finish_reason": "stop", "logprobs": None}]})
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])]),
@@ -151,14 +140,67 @@ def test_a_server_without_batches_gets_one_request_per_crop():
     while not server.started:
         time.sleep(0.02)
     try:
-        recognizer = OpenAIVisionRecognizer(f"http://127.0.0.1:{port}/v1", "glm-ocr")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _reply(text: str):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop", "logprobs": None}]})
+
+
+def test_a_server_without_batches_gets_one_request_per_crop():
+    """What vLLM or SGLang answer to POST /v1/batch (404): the recogniser asks once, then sends
+    each crop as its own chat request, as before."""
+    from PIL import Image
+
+    from vision.layout import RecognitionTask
+    from workers.recognizer import RecognitionItem
+
+    seen: list[str] = []
+
+    async def chat(request):
+        body = await request.json()
+        seen.append(body["messages"][0]["content"][0]["image_url"]["url"][:16])
+        return _reply("read")
+
+    with _chat_server(chat) as url:
+        recognizer = OpenAIVisionRecognizer(url, "glm-ocr")
         items = [RecognitionItem(Image.new("RGB", (40, 12), "white"), RecognitionTask.TEXT, True)] * 3
         assert [outcome.text for outcome in recognizer.recognize(items)] == ["read"] * 3
         assert recognizer.uses_batch is False
         assert seen == ["data:image/bmp;b"] * 3
         recognizer.recognize(items[:1])   # asked once per recogniser
         assert len(seen) == 4
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
+
+def test_a_draft_goes_as_draft_text_only_with_a_crop_that_has_one(engine_url):
+    """text_layer="verify": a crop's draft is sent as our engine's `draft_text`; a crop without one
+    sends no such field, so other servers never see it."""
+    from PIL import Image
+
+    from vision.layout import RecognitionTask
+    from workers.recognizer import RecognitionItem
+
+    crop = Image.new("RGB", (40, 12), "white")
+    drafted = RecognitionItem(crop, RecognitionTask.TEXT, True, draft="Quarterly Report")
+    plain = RecognitionItem(crop, RecognitionTask.TEXT, True)
+    sent: list[dict] = []
+
+    async def chat(request):
+        body = await request.json()
+        sent.append(body)
+        return _reply(body.get("draft_text", "no draft"))
+
+    with _chat_server(chat) as url:
+        outcomes = OpenAIVisionRecognizer(url, "glm-ocr").recognize([drafted, plain, drafted])
+    assert sorted(outcome.text for outcome in outcomes) == ["Quarterly Report", "Quarterly Report", "no draft"]
+    assert sorted(body.get("draft_text", "") for body in sent) == ["", "Quarterly Report", "Quarterly Report"]
+    assert [outcome.text for outcome in outcomes] == ["Quarterly Report", "no draft", "Quarterly Report"], "in order"
+    # Our engine takes the field in its batch lines: SmolLM2 then refuses the image, not the field.
+    with pytest.raises(RecognizerConfigError, match="does not accept images"):
+        OpenAIVisionRecognizer(engine_url, MODEL).recognize([drafted])

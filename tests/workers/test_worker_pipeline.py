@@ -6,7 +6,9 @@ house OCR model lands (the OpenAI path is tested against the real engine in
 test_worker_openai_recognizer.py). Jobs go into an embedded broker no worker
 reads; this file runs the tasks' code itself. The born-digital samples are
 recognised with `text_layer="never"`, and taken from their own text layer with
-the default, `auto`; a counting Tesseract shows which crops were sent.
+the default, `auto`; a counting Tesseract shows which crops were sent. `verify`
+(the layer sent as each crop's draft) is shown with a recogniser double that
+reads each crop as its draft says, or otherwise: there the pipeline is under test.
 """
 from __future__ import annotations
 
@@ -293,3 +295,116 @@ def test_a_page_read_far_shorter_than_its_lines_says_so():
     assert whole.reason is None
     clipped = PagePipeline(ClippedTesseract(), vision_num_threads=1).process(document, rendered, 0)
     assert "characters were read from" in clipped.reason and "text may be missing" in clipped.reason
+
+
+# --- the text layer as the model's draft (verify) -------------------------------------------------------------------
+
+class DraftReader:
+    """A recogniser double for verify mode, where the pipeline is under test, not a model: it reads each
+    crop as `read(draft)` (a model reading what a right draft says, or something else) and keeps what
+    it was sent."""
+    name = "draft-reader"
+    reads_single_lines = False
+
+    def __init__(self, read=lambda draft: draft):
+        self.read = read
+        self.items = []
+
+    def recognize(self, items):
+        self.items += items
+        return [RecognitionOutcome(self.read(item.draft or "")) for item in items]
+
+    def check(self):
+        pass
+
+
+def _page(data: bytes, reader, text_layer: str):
+    from vision.document import Document
+    from workers.page_pipeline import PagePipeline
+
+    document = Document.open(data, "page")
+    return PagePipeline(reader, vision_num_threads=1).process(document, document.render_page(0, 100), 0,
+                                                               text_layer=text_layer)
+
+
+def test_verify_sends_every_line_with_its_layer_text_as_the_draft_and_keeps_the_reading():
+    trusting, reader = DraftReader(), DraftReader()
+    auto = _page(samples.multi_page_pdf(1), trusting, "auto")
+    verified = _page(samples.multi_page_pdf(1), reader, "verify")
+    assert trusting.items == [], "auto sends nothing"
+    layer_lines = [line.text for region in auto.regions for line in region.lines]
+    assert [item.draft for item in reader.items] == layer_lines, "every line, its layer text as the draft"
+    assert all(item.is_single_line for item in reader.items)
+    assert [r.text for r in verified.regions] == [r.text for r in auto.regions]
+    assert {(r.source, r.status.value, r.text_layer_check) for r in verified.regions} == {("ocr", "ok", "agrees")}
+    assert all(line.layer_text is None for r in verified.regions for line in r.lines)
+    assert verified.text_layer.startswith("text layer verified"), verified.text_layer
+    assert verified.text_layer.endswith(f"differs from it in 0 of {len(verified.regions)} regions verified")
+    assert all(r.text_layer_check is None for r in auto.regions), "auto verifies nothing"
+
+
+def test_verify_flags_a_line_read_otherwise_and_keeps_the_layers_text_beside_it():
+    from workers.page_result import LineResult, RegionResult
+
+    # Whitespace aside, every line but one reads as its layer says.
+    reader = DraftReader(lambda draft: "  ".join(draft.split(" ")).replace("good", "bad"))
+    page = _page(samples.multi_page_pdf(1), reader, "verify")
+    [differs] = [r for r in page.regions if r.text_layer_check == "differs"]
+    assert {r.text_layer_check for r in page.regions if r is not differs} == {"agrees"}
+    [line] = [line for line in differs.lines if line.layer_text is not None]
+    assert line.text == "The  results  were  bad  this  time", "the reading is kept"
+    assert line.layer_text == "The results were good this time"
+    assert differs.source == "ocr" and "bad" in differs.text and "good" not in differs.text
+    assert f"differs from it in 1 of {len(page.regions)} regions verified" in page.text_layer
+    # Stored and loaded again; a result stored before verify existed loads as not verified.
+    stored = differs.to_dict()
+    assert stored["text_layer_check"] == "differs"
+    assert RegionResult.from_dict(stored).lines == differs.lines
+    assert RegionResult.from_dict(stored).text_layer_check == "differs"
+    older = {key: value for key, value in stored.items() if key != "text_layer_check"}
+    older["lines"] = [{key: value for key, value in line.items() if key != "layer_text"} for line in stored["lines"]]
+    assert RegionResult.from_dict(older).text_layer_check is None
+    assert all(line.layer_text is None for line in RegionResult.from_dict(older).lines)
+    assert LineResult.from_dict(line.to_dict()) == line
+
+
+def test_verify_sends_no_drafts_where_there_is_no_trusted_layer():
+    for pdf, note in ((samples.scanned_png(), None), (samples.hidden_layer_scan_pdf(), "text layer not used: ")):
+        reader = DraftReader(lambda draft: draft or "read")
+        page = _page(pdf, reader, "verify")
+        assert reader.items and all(item.draft is None for item in reader.items)
+        assert page.text_layer is None if note is None else page.text_layer.startswith(note), page.text_layer
+        assert {r.text_layer_check for r in page.regions} == {None}, "nothing was verified"
+
+
+def test_a_region_read_whole_goes_whole_with_the_layers_lines_as_its_draft():
+    from PIL import Image
+
+    from vision.document import RenderedPage, TextWord
+    from vision.layout import Region
+    from vision.page_analysis import LayoutBlock
+    from vision.reading_order import PageRole
+    from vision.text_layer import BlockText
+    from workers.page_pipeline import _crops_of, _region
+
+    block = LayoutBlock(0, Region("equation", (10, 10, 190, 70), 0.9), PageRole.BODY, ())
+    words = (TextWord("E", (20, 12, 40, 30), 0, 0, 0), TextWord("=mc2", (42, 12, 90, 30), 0, 0, 1),
+             TextWord("x+1", (20, 40, 60, 60), 0, 1, 0))
+    page = RenderedPage(0, Image.new("RGB", (200, 80), "white"), 100, 0.0)
+    assert _crops_of(block, page, False, BlockText((), words)) == [], "auto: taken from the layer"
+    [item] = _crops_of(block, page, False, BlockText((), words), verify=True)
+    assert item.draft == "E =mc2\nx+1" and not item.is_single_line and item.task.value == "formula"
+    agrees = _region(block, [RecognitionOutcome("E =mc2 x+1")], [], 200, 80, False, [item.draft])
+    differs = _region(block, [RecognitionOutcome("E=mc^2 x+1")], [], 200, 80, False, [item.draft])
+    assert (agrees.text_layer_check, differs.text_layer_check) == ("agrees", "differs")
+    assert differs.text == "E=mc^2 x+1" and differs.source == "ocr"
+
+
+def test_verify_is_a_text_layer_mode_like_the_others():
+    from vision.limits import InvalidOptionError
+    from workers.job_service import parse_text_layer
+
+    assert [parse_text_layer(mode, "auto") for mode in ("verify", " Verify ", "never", None, "")] == \
+        ["verify", "verify", "never", "auto", "auto"]
+    with pytest.raises(InvalidOptionError, match=r"unknown text_layer 'check'; choose auto .*never .*verify"):
+        parse_text_layer("check", "auto")
