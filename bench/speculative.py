@@ -195,6 +195,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--draft-tokens", type=int, default=4)
     parser.add_argument("--lines", type=int, default=48, help="house-ocr line crops (0: skip the workload)")
+    parser.add_argument("--workloads", default="extraction,transcription,lines",
+                        help="comma-separated: extraction, transcription, lines")
     parser.add_argument("--out", default="artifacts/speculative.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -217,13 +219,16 @@ def main() -> int:
     }
     for engine in engines.values():   # compile the grammar and warm up outside the timing
         engine.generate([workloads["extraction"][0][0]], SamplingParams(temperature=0, max_tokens=4, grammar=grammar))
+    chosen = set(args.workloads.split(","))
     for name, (prompts, sp) in workloads.items():
+        if name not in chosen:
+            continue
         measure(name, {side: (engine, [sp] * len(prompts)) for side, engine in engines.items()}, prompts, None,
                 args.passes, results)
     for engine in engines.values():
         engine.close()
 
-    if args.lines:
+    if args.lines and "lines" in chosen:
         common = dict(model="house-ocr", kv_tokens=16384, num_threads=args.threads)
         engines = {"none": start_engine(**common, speculative_tokens=0), "ctc": start_engine(**common)}
         crops, truths = line_crops([document(i) for i in range(max(args.documents, 12))])
@@ -235,8 +240,9 @@ def main() -> int:
             engine.generate([text] * len(crops), SamplingParams(temperature=0, max_tokens=1),
                             images=[[c] for c in crops])
         plain = [SamplingParams(temperature=0, max_tokens=256)] * len(crops)
-        # born-digital lines: the text layer holds each line's text, sent as the draft (`verify`)
-        layer = [SamplingParams(temperature=0, max_tokens=256, draft_text=t) for t in truths]
+        # born-digital lines: the text layer holds each line's text, sent as the draft as the pipeline
+        # sends it (`verify`: the layer's words joined by single spaces)
+        layer = [SamplingParams(temperature=0, max_tokens=256, draft_text=" ".join(t.split())) for t in truths]
         measure("lines", {"none": (engines["none"], plain), "ctc": (engines["ctc"], plain),
                           "text_layer": (engines["ctc"], layer)}, [text] * len(crops), [[c] for c in crops],
                 args.passes, results)
