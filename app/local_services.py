@@ -108,7 +108,7 @@ def with_engine_keys(settings: Settings) -> Settings:
 
 # The extraction engine `serve` and `run` start: schema extraction copies its values out of the
 # document and its JSON keys are fixed by the schema, so n-gram and grammar drafts verify several
-# tokens a step (bench/spec_ngram.py: 2.1x one request at a time, 1.65x six at once, same tokens).
+# tokens a step (bench/speculative.py: 2.0x one request at a time, 1.7x eight at once, same tokens).
 EXTRACTION_ENGINE_ARGS = ("--speculative-algorithm", "ngram")
 
 

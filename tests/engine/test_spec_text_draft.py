@@ -78,3 +78,36 @@ def test_draft_text_is_validated():
         SamplingParams(draft_text=5).validate()
     with pytest.raises(InvalidRequestError, match="draft_text"):
         SamplingParams(draft_text="x" * 70000).validate()
+
+
+def test_text_drafts_under_grammars_stops_chunked_prefill_and_retraction():
+    """JSON schema, regex, a stop string and logprobs, right and wrong drafts, prompts prefilled in
+    chunks of 16, prefix-cache hits and a pool too small for all at once (retraction): the undrafted
+    tokens."""
+    import json
+
+    from engine.grammar import GrammarSpec
+
+    common = dict(model="smollm2-135m", context_length=256, debug=True)
+    plain = Engine(EngineConfig(**common, kv_tokens=4096, speculative_tokens=0))
+    chat = [plain.tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                                tokenize=False)
+            for q in ("Give a JSON object with a city name and its country.", "Write a date as YYYY-MM-DD.",
+                      "Describe the sea in two sentences.", "List three colours.")]
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                               "country": {"type": "string", "maxLength": 20}},
+              "required": ["city", "country"]}
+    params = [SamplingParams(temperature=0.0, max_tokens=60, grammar=GrammarSpec(json_schema=json.dumps(schema))),
+              SamplingParams(temperature=0.0, max_tokens=20, grammar=GrammarSpec(regex=r"20[0-9]{2}-[01][0-9]-[0-3][0-9]")),
+              SamplingParams(temperature=0.0, max_tokens=60, stop=["."], logprobs=2),
+              SamplingParams(temperature=0.0, max_tokens=150, ignore_eos=True)]
+    want = plain.generate(chat, params)
+    drafts = [want[0].text, "1999-12-31", want[2].text + ". And more.", want[3].text[:20] + " wrong turn"]
+    eng = Engine(EngineConfig(**common, kv_tokens=260, max_prefill_tokens=16))
+    # each request twice: the second copies also hit the prefix cache
+    got = eng.generate(chat * 2, [dataclasses.replace(p, draft_text=d) for p, d in zip(params, drafts)] * 2)
+    assert [g.token_ids for g in got] == [w.token_ids for w in want] * 2
+    assert [g.finish_reason for g in got] == [w.finish_reason for w in want] * 2
+    assert eng.scheduler.num_retractions > 0
+    assert eng.num_accepted_draft_tokens > 0
+    eng.pool.check_invariants()
