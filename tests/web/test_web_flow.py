@@ -124,14 +124,15 @@ def test_the_text_layer_choice_goes_with_the_job(api, page: Page, tmp_path):
     page.locator("details.options > summary").click()
     choice = page.get_by_label("Text layer")
     expect(choice).to_have_value("auto")   # the service's default, from /v1/limits
-    expect(choice.locator("option")).to_have_text(["Use it when it passes checks (auto)", "Always recognise (never)"])
-    choice.select_option("never")
+    expect(choice.locator("option")).to_have_text(["Use it when it passes checks (auto)", "Always recognise (never)",
+                                                   "Recognise and check it against the layer (verify)"])
+    choice.select_option("verify")
     page.locator("#file-input").set_input_files(str(pdf_path))
     page.get_by_role("button", name="Upload").click()
     expect(page.locator("#upload-messages")).to_contain_text("text-layer-choice.pdf: queued (1 page)")
     headers = {"Authorization": f"Bearer {KEY}"}
     [job] = [j for j in httpx.get(f"{api.base_url}/v1/jobs", headers=headers, timeout=10).json()["jobs"]
              if j["files"][0]["filename"] == "text-layer-choice.pdf"]
-    assert job["text_layer"] == "never"
+    assert job["text_layer"] == "verify"
     httpx.delete(f"{api.base_url}/v1/jobs/{job['id']}", headers=headers, timeout=10)   # no worker needs to run it
     assert page_problems(page) == []
