@@ -40,6 +40,7 @@ failure of every crop like any other.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -174,7 +175,7 @@ def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken:
                 answers.append(RecognitionOutcome(text))
                 continue
             crop = crop_line(page.image, line)
-            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True, draft=text)
+            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True, draft=_as_draft(text))
                            if has_text_ink(crop) else NO_TEXT)
         return answers
     if block.task is RecognitionTask.SKIP:
@@ -183,7 +184,7 @@ def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken:
     if taken is not None and taken.words is not None:
         if not verify:
             return []
-        draft = "\n".join(line.text for line in lines_from_words(taken.words))
+        draft = _as_draft("\n".join(line.text for line in lines_from_words(taken.words)))
     return [RecognitionItem(crop_image(page.image, block.region.bbox), block.task, is_single_line=False, draft=draft)]
 
 
@@ -207,8 +208,18 @@ def _layer_note(match: LayerMatch | None, mode: str, regions: Sequence[RegionRes
     return note
 
 
+def _as_draft(text: str | None) -> str | None:
+    """A layer's text as a reading would spell it: compatibility forms folded (NFKC: the ligatures
+    ﬁ ﬂ ﬀ a typeset layer holds as one character, full-width forms) and its words joined by single
+    spaces, so the draft agrees with what the model writes wherever the layer is right."""
+    if text is None:
+        return None
+    return "\n".join(" ".join(line.split()) for line in unicodedata.normalize("NFKC", text).split("\n"))
+
+
 def _same_text(read: str, layer: str) -> bool:
-    return read.split() == layer.split()
+    """Whether a reading says what the layer says: compatibility forms and whitespace aside."""
+    return unicodedata.normalize("NFKC", read).split() == unicodedata.normalize("NFKC", layer).split()
 
 
 def _layer_region(block: LayoutBlock, words: tuple[TextWord, ...], width: int, height: int) -> RegionResult:

@@ -51,34 +51,52 @@ class ModelDrafter(Drafter):
 class TextDrafter(Drafter):
     """The client's draft of the whole output (`SamplingParams.draft_text`, tokenised into
     `Request.text_draft_ids`): a PDF text layer's line, which the model verifies instead of the
-    pipeline trusting it (`text_layer="verify"`)."""
+    pipeline trusting it (`text_layer="verify"`). Where the model has a draft of its own too
+    (house-ocr's CTC reading), the one the output so far agrees with word for word drafts, the
+    client's first; past a place where the output left both (a misread, a ligature the layer
+    spells as one character), the realigned client's, then the model's."""
 
     name = "text_layer"
 
     def propose(self, req: Request, k: int) -> list[int]:
-        return propose_aligned(req.text_draft_ids, req.output_ids, k)
+        return self.draft(req, k)[0]
+
+    def draft(self, req: Request, k: int) -> tuple[list[int], str]:
+        text = aligned(req.text_draft_ids, req.output_ids)
+        own = aligned(req.draft_ids, req.output_ids) if req.draft_ids else None
+        ranked = [(text, req.text_draft_ids, self.name), (own, req.draft_ids, ModelDrafter.name)]
+        for exact in (True, False):
+            for found, draft, method in ranked:
+                if found is not None and found[1] is exact and found[0] < len(draft):
+                    return list(draft[found[0]:found[0] + k]), method
+        return [], self.name
 
 
-def propose_aligned(draft: Sequence[int] | None, out: Sequence[int], k: int) -> list[int]:
-    """Up to k tokens of a draft of the whole output to follow the output so far: the draft's
-    continuation where the output still agrees with it, else after the place in the draft nearest
-    the output's length where the output's final tokens occur (a reading that skipped or added a
-    character realigns; the nearest, not the last, because the two stay roughly in step and a
-    short tail like ' t' occurs all over a line), else none."""
-    if not draft or k <= 0:
-        return []
-    draft, m = list(draft), len(out)
-    if m <= len(draft) and draft[:m] == list(out):
-        return draft[m:m + k]
+def aligned(draft: Sequence[int] | None, out: Sequence[int]) -> tuple[int, bool] | None:
+    """Where in a draft of the whole output the output so far leaves off, and whether the draft
+    starts with the output exactly (else realigned: after the place nearest the output's length
+    where the output's final 4, 3 or 2 tokens occur, since a reading that skipped or added a
+    character stays roughly in step with the draft and a short tail like ' t' occurs all over a
+    line); None where neither holds."""
+    if not draft:
+        return None
+    m = len(out)
+    if m <= len(draft) and list(draft[:m]) == list(out):
+        return m, True
     for n in (4, 3, 2):
         if m < n:
             continue
         tail = list(out[-n:])
-        ends = [start + n for start in range(len(draft) - n + 1) if draft[start:start + n] == tail]
+        ends = [start + n for start in range(len(draft) - n + 1) if list(draft[start:start + n]) == tail]
         if ends:
-            end = min(ends, key=lambda e: (abs(e - m), -e))
-            return draft[end:end + k]
-    return []
+            return min(ends, key=lambda e: (abs(e - m), -e)), False
+    return None
+
+
+def propose_aligned(draft: Sequence[int] | None, out: Sequence[int], k: int) -> list[int]:
+    """Up to k tokens of a draft of the whole output to follow the output so far (`aligned`)."""
+    found = aligned(draft, out) if k > 0 else None
+    return [] if found is None else list(draft[found[0]:found[0] + k])
 
 
 class NgramDrafter(Drafter):

@@ -36,13 +36,16 @@ def test_a_text_layer_draft_changes_nothing_but_the_steps(house):
     got = eng.generate([text] * len(crops), params, images=[[c] for c in crops])
     assert [g.token_ids for g in got] == [w.token_ids for w in want]
     assert [g.text for g in got] == [w.text for w in want]
-    registry, label = eng.metrics.registry, {"method": "text_layer"}
-    drafted = registry.get_sample_value("ocrserve_spec_draft_tokens_by_method_total", label)
-    kept = registry.get_sample_value("ocrserve_spec_accepted_tokens_by_method_total", label)
-    assert drafted == eng.num_draft_tokens > 0
+    registry = eng.metrics.registry
+
+    def count(name: str, method: str) -> float:
+        return registry.get_sample_value(f"ocrserve_spec_{name}_tokens_by_method_total", {"method": method})
+
+    # the layer's text drafts; where the reading left it, the model's own CTC draft may, counted as such
+    assert count("draft", "text_layer") > 0
+    assert count("draft", "text_layer") + count("draft", "ctc") == eng.num_draft_tokens
     if sum(w.text == t for w, t in zip(want, truths)) >= len(truths) // 2:   # the model reads most lines right
-        assert kept >= 0.7 * drafted
-    assert registry.get_sample_value("ocrserve_spec_draft_tokens_by_method_total", {"method": "ctc"}) == 0
+        assert count("accepted", "text_layer") >= 0.7 * count("draft", "text_layer")
     eng.pool.check_invariants()
 
 
