@@ -26,9 +26,9 @@ from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
-from engine.spec import DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter
-from engine.spec.mtp import MtpDrafter, StepRows
-from engine.spec.verify import Verdict, decide
+from engine.spec import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, MtpDrafter, NgramDrafter,
+                         TextDrafter)
+from engine.spec.verify import decide
 from engine.stop import StopChecker
 
 
@@ -313,28 +313,11 @@ class Engine:
         logits = self.runner.forward(scheduled, self.pool)
         self.num_steps += 1
         verdicts = decide(scheduled, logits, self.sampler)
-        if isinstance(self.text_drafter, MtpDrafter):
-            self.text_drafter.observe(self._mtp_rows(scheduled, starts, verdicts))
+        if self.text_drafter is not None:
+            self.text_drafter.after_step(scheduled, starts, verdicts)
         outputs = self.processor.apply(scheduled, verdicts)
         self._report_state()
         return outputs
-
-    def _mtp_rows(self, scheduled, starts: list[int], verdicts: list[Verdict | None]) -> list[StepRows]:
-        """The rows of the step that the MTP drafter reads: requests it drafts for, the positions
-        each keeps (the step's tokens up to the drafted ones the model rejected) and the token
-        after each."""
-        rows, first_row = [], 0
-        for req, n, start, verdict in zip(scheduled.requests, scheduled.extend_lens, starts, verdicts):
-            if (req.drafter is not None and req.drafter.preparer is self.text_drafter and req.params.speculative
-                    and not req.finished):
-                pending = n - len(req.spec_ids)
-                if verdict is None:    # a prefill chunk: the prompt holds every next token
-                    next_tokens, new = req.token_ids(start + 1, start + n + 1), 0
-                else:
-                    next_tokens, new = req.token_ids(start + 1, start + pending) + verdict.tokens, len(verdict.tokens)
-                rows.append(StepRows(req, start, first_row, next_tokens, new))
-            first_row += n
-        return rows
 
     def _report_state(self) -> None:
         if self.metrics is not None:

@@ -120,12 +120,6 @@ class Request:
             return self.all_ids
         return self.multimodal.cache_key_ids + self.output_ids
 
-    def propose(self, k: int) -> list[int]:
-        """Up to k tokens of the model's own draft to follow the output so far (`propose_aligned`)."""
-        from engine.spec.drafters import propose_aligned
-
-        return propose_aligned(self.draft_ids, self.output_ids, k)
-
     @property
     def num_tokens(self) -> int:
         return len(self.prompt_ids) + len(self.output_ids)

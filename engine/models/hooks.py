@@ -16,6 +16,7 @@ model class inherits, so the engine loop calls these and never probes a model fo
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ class Rescored:
 class ModelHooks:
     is_multimodal = False
     rescores_output = False
-    mtp_layers: list = []      # (read only; a model with MTP layers sets its own)
+    mtp_layers: Sequence = ()      # a model with MTP layers sets its own
     capture_hidden = False
 
     def draft_tokens(self, multimodal) -> list[int] | None:

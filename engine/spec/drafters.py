@@ -28,6 +28,11 @@ class Drafter(ABC):
         """`propose`'s tokens and the method that made them (a wrapper's may be the wrapped one's)."""
         return self.propose(req, k), self.name
 
+    def after_step(self, scheduled, starts: list[int], verdicts: list) -> None:
+        """Called once a step after its tokens are chosen (`verify.decide`) and before they are
+        applied, with the scheduled batch, each request's position before the step and its
+        verdict: a drafter that reads the step's hidden states (MTP) drafts for the next here."""
+
     def prepare(self, reqs: list[Request]) -> None:
         """Called once a step, before `propose`, with the decoding requests this drafter serves:
         a drafter that runs a model drafts for all of them in one batch here."""

@@ -5,7 +5,7 @@ An MTP layer at position p reads the model's final-norm hidden state at p and th
 at p + 1, keeps its own K/V (one more layer of the KV pool, in the request's own slots),
 and predicts the token at p + 2. So it runs where the model's hidden states are: in the
 step that computed them, after the tokens are chosen and before they are applied
-(`Engine.step`), which is when every row's next token is known:
+(`Drafter.after_step`, from `Engine.step`), which is when every row's next token is known:
 
 1. catch-up: over the positions the step computed and keeps (a prefill chunk's, or the
    pending token and the drafted tokens the model accepted), with the token after each
@@ -68,6 +68,26 @@ class MtpDrafter(Drafter):
         if held is None or held[0] != len(req.output_ids):
             return []
         return held[1][:k]
+
+    def after_step(self, scheduled, starts: list[int], verdicts: list) -> None:
+        self.observe(self.rows(scheduled, starts, verdicts))
+
+    def rows(self, scheduled, starts: list[int], verdicts: list) -> list[StepRows]:
+        """The rows of the step this drafter reads: requests it drafts for, the positions each
+        keeps (the step's tokens up to the drafted ones the model rejected) and the token after
+        each."""
+        rows, first_row = [], 0
+        for req, n, start, verdict in zip(scheduled.requests, scheduled.extend_lens, starts, verdicts):
+            if (req.drafter is not None and req.drafter.preparer is self and req.params.speculative
+                    and not req.finished):
+                pending = n - len(req.spec_ids)
+                if verdict is None:    # a prefill chunk: the prompt holds every next token
+                    next_tokens, new = req.token_ids(start + 1, start + n + 1), 0
+                else:
+                    next_tokens, new = req.token_ids(start + 1, start + pending) + verdict.tokens, len(verdict.tokens)
+                rows.append(StepRows(req, start, first_row, next_tokens, new))
+            first_row += n
+        return rows
 
     @torch.inference_mode()
     def observe(self, rows: list[StepRows]) -> None:
