@@ -97,6 +97,8 @@ class OpenAIVisionRecognizer:
                  name: str = "openai"):
         self.name = name
         self.reads_single_lines = reads_single_lines
+        # the house model (single lines) reads small print on scans better softened (vision.noise)
+        self.softens_noisy_lines = reads_single_lines
         self.base_url = base_url.rstrip("/")
         self.image_format = "BMP" if is_loopback(self.base_url) else "PNG"
         self.model = model

@@ -49,6 +49,7 @@ from vision.crops import crop_image, crop_line, normalise_box
 from vision.document import Document, RenderedPage, TextWord
 from vision.formats import DocumentKind
 from vision.ink import has_text_ink
+from vision.noise import NOISY_PAGE, SMALL_PRINT_PX, scan_noise, soften
 from vision.layout import RecognitionTask
 from vision.page_analysis import LayoutBlock, PageLayout, analyze_page
 from vision.reading_order import line_rows
@@ -89,7 +90,10 @@ class PagePipeline:
         taken = match.texts if match is not None else (None,) * len(blocks)
         verify = text_layer == TextLayerMode.VERIFY
         single_lines = getattr(self.recognizer, "reads_single_lines", False)
-        crops = [_crops_of(block, rendered, single_lines, text, verify) for block, text in zip(blocks, taken)]
+        # Small print on a noisy (scanned) page goes softened to a recogniser that asks for it (vision.noise).
+        soften_small = getattr(self.recognizer, "softens_noisy_lines", False) and scan_noise(rendered.image) > NOISY_PAGE
+        crops = [_crops_of(block, rendered, single_lines, text, verify, soften_small)
+                 for block, text in zip(blocks, taken)]
         # Lines taken from the text layer and crops with no ink (rules, dot leaders, specks) come
         # already answered; only the rest is sent.
         items = [item for block_items in crops for item in block_items if isinstance(item, RecognitionItem)]
@@ -163,7 +167,7 @@ def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
 
 
 def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken: BlockText | None,
-              verify: bool = False) -> list[RecognitionItem | RecognitionOutcome]:
+              verify: bool = False, soften_small: bool = False) -> list[RecognitionItem | RecognitionOutcome]:
     """What to send for a block, or the answer already known: a line's text taken from the
     text layer, or no text for a line crop with no ink. Nothing for a block read whole from the layer.
     With `verify` nothing is taken: the layer's text goes with its crop as the draft."""
@@ -175,7 +179,8 @@ def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken:
                 answers.append(RecognitionOutcome(text))
                 continue
             crop = crop_line(page.image, line)
-            answers.append(RecognitionItem(crop, RecognitionTask.TEXT, is_single_line=True, draft=_as_draft(text))
+            sent = soften(crop) if soften_small and line.upright_size[1] <= SMALL_PRINT_PX else crop
+            answers.append(RecognitionItem(sent, RecognitionTask.TEXT, is_single_line=True, draft=_as_draft(text))
                            if has_text_ink(crop) else NO_TEXT)
         return answers
     if block.task is RecognitionTask.SKIP:

@@ -72,6 +72,7 @@ class RecognitionOutcome:
 class Recognizer(Protocol):
     name: str
     reads_single_lines: bool    # True: give it line crops only (tables cell by cell), never whole regions
+    softens_noisy_lines: bool   # True: small-print line crops of a scanned page come softened (vision.noise)
 
     def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
         """One outcome per item, same order. Raises `RecognizerUnavailableError`

@@ -32,6 +32,7 @@ _LINE_MODE, _BLOCK_MODE = "7", "6"
 class TesseractRecognizer:
     name = "tesseract"
     reads_single_lines = False
+    softens_noisy_lines = False
 
     def __init__(self, command: str = "tesseract", lang: str = "eng", num_processes: int = 2,
                  timeout_s_per_item: float = 5.0):

@@ -408,3 +408,55 @@ def test_verify_is_a_text_layer_mode_like_the_others():
         ["verify", "verify", "never", "auto", "auto"]
     with pytest.raises(InvalidOptionError, match=r"unknown text_layer 'check'; choose auto .*never .*verify"):
         parse_text_layer("check", "auto")
+
+
+# --- small print on a scanned page goes softened to a recogniser that asks for it (vision.noise) ----------------------
+
+class LineKeeper(DraftReader):
+    """Keeps the crops it is sent; reads nothing useful (the crops are what is under test)."""
+    reads_single_lines = True
+
+    def __init__(self, softens: bool):
+        super().__init__(read=lambda draft: "x")
+        self.softens_noisy_lines = softens
+
+
+def _image_page(image, reader):
+    import io
+
+    from vision.document import Document
+    from workers.page_pipeline import PagePipeline
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    document = Document.open(buffer.getvalue(), "page.png")
+    return PagePipeline(reader, vision_num_threads=1).process(document, document.render_page(0), 0)
+
+
+def test_small_print_of_a_scanned_page_is_softened_and_a_clean_page_is_sent_as_cut():
+    import numpy as np
+    from PIL import Image
+
+    from vision.document import Document
+    from vision.noise import SMALL_PRINT_PX, scan_noise, soften
+
+    # at 70 DPI its lines are 16-26 pixels thick: small print and not
+    clean = Document.open(samples.multi_page_pdf(1), "page.pdf").render_page(0, 70).image
+    rng = np.random.default_rng(0)
+    grain = np.asarray(clean, np.float32) * 0.85 + 20 + rng.normal(0, 8, (clean.height, clean.width, 3))
+    scanned = Image.fromarray(np.clip(grain, 0, 255).astype(np.uint8))
+    assert scan_noise(clean) == 0.0 and scan_noise(scanned) > 1.0
+
+    for image, expect_softened in ((clean, False), (scanned, True)):
+        plain, asking = LineKeeper(softens=False), LineKeeper(softens=True)
+        _image_page(image, plain)
+        _image_page(image, asking)
+        assert len(plain.items) == len(asking.items) > 0
+        softened = 0
+        for cut, sent in zip(plain.items, asking.items):
+            same = np.array_equal(np.asarray(cut.image), np.asarray(sent.image))
+            if not same:
+                assert np.array_equal(np.asarray(soften(cut.image)), np.asarray(sent.image))
+                assert cut.image.height <= SMALL_PRINT_PX + 12, "only small print is softened"
+                softened += 1
+        assert (softened > 0) == expect_softened, (softened, expect_softened)
