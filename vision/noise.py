@@ -49,7 +49,5 @@ def scan_noise(image: Image.Image) -> float:
 
 def soften(crop: Image.Image, sigma: float = SOFTEN_SIGMA) -> Image.Image:
     """The crop blurred by a Gaussian of `sigma` pixels (the same size and mode)."""
-    if sigma <= 0:
-        return crop
     pixels = np.asarray(crop)
     return Image.fromarray(cv2.GaussianBlur(pixels, (0, 0), sigma), crop.mode)

@@ -39,9 +39,10 @@ failure of every crop like any other.
 """
 from __future__ import annotations
 
+import functools
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,9 +91,11 @@ class PagePipeline:
         taken = match.texts if match is not None else (None,) * len(blocks)
         verify = text_layer == TextLayerMode.VERIFY
         single_lines = getattr(self.recognizer, "reads_single_lines", False)
-        # Small print on a noisy (scanned) page goes softened to a recogniser that asks for it (vision.noise).
-        soften_small = getattr(self.recognizer, "softens_noisy_lines", False) and scan_noise(rendered.image) > NOISY_PAGE
-        crops = [_crops_of(block, rendered, single_lines, text, verify, soften_small)
+        # Small print on a noisy (scanned) page goes softened to a recogniser that asks for it
+        # (vision.noise); the page's noise is measured once, and only if a small line is sent.
+        noisy_page = (functools.cache(lambda: scan_noise(rendered.image) > NOISY_PAGE)
+                      if getattr(self.recognizer, "softens_noisy_lines", False) else None)
+        crops = [_crops_of(block, rendered, single_lines, text, verify, noisy_page)
                  for block, text in zip(blocks, taken)]
         # Lines taken from the text layer and crops with no ink (rules, dot leaders, specks) come
         # already answered; only the rest is sent.
@@ -167,7 +170,7 @@ def _by_lines(block: LayoutBlock, single_lines: bool) -> bool:
 
 
 def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken: BlockText | None,
-              verify: bool = False, soften_small: bool = False) -> list[RecognitionItem | RecognitionOutcome]:
+              verify: bool = False, noisy_page: Callable[[], bool] | None = None) -> list[RecognitionItem | RecognitionOutcome]:
     """What to send for a block, or the answer already known: a line's text taken from the
     text layer, or no text for a line crop with no ink. Nothing for a block read whole from the layer.
     With `verify` nothing is taken: the layer's text goes with its crop as the draft."""
@@ -179,7 +182,8 @@ def _crops_of(block: LayoutBlock, page: RenderedPage, single_lines: bool, taken:
                 answers.append(RecognitionOutcome(text))
                 continue
             crop = crop_line(page.image, line)
-            sent = soften(crop) if soften_small and line.upright_size[1] <= SMALL_PRINT_PX else crop
+            small = noisy_page is not None and line.upright_size[1] <= SMALL_PRINT_PX
+            sent = soften(crop) if small and noisy_page() else crop
             answers.append(RecognitionItem(sent, RecognitionTask.TEXT, is_single_line=True, draft=_as_draft(text))
                            if has_text_ink(crop) else NO_TEXT)
         return answers
