@@ -22,6 +22,7 @@ COPY engine/ engine/
 COPY kernels/ kernels/
 COPY vision/ vision/
 COPY workers/ workers/
+COPY httpguard/ httpguard/
 COPY training/ training/
 # the house OCR model's weights (13 MB), served by the engine as `house-ocr`
 COPY models/ models/

@@ -25,6 +25,7 @@ from app.routes_jobs import router as jobs_router
 from app.routes_pages import router as pages_router
 from app.schemas_registry import router as schemas_router
 from app.web_ui import mount_web_ui
+from httpguard.hosts import allowed_host_names, host_allowed
 from vision.limits import DocumentTooLargeError
 from workers.job_service import JobService
 from workers.service_status import ServiceStatus, check_services
@@ -65,7 +66,7 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     max_body = settings.max_upload_bytes * settings.max_files_per_job + MULTIPART_OVERHEAD_BYTES
     app.add_middleware(BodySizeLimit, max_bytes=max_body)
     if bound_host is not None:
-        allowed = allowed_host_names(bound_host, settings.allowed_hosts)
+        allowed = allowed_host_names(bound_host, (settings.allowed_hosts or "").split(","))
         if allowed is not None:
             app.add_middleware(HostCheck, allowed=allowed)
     return app
@@ -89,42 +90,16 @@ class HealthCache:
             return self._last
 
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
-
-
-def allowed_host_names(bound_host: str, extra: str | None) -> frozenset[str] | None:
-    """The names a request's Host may carry; None (no check) for a wildcard bind with no extra
-    names configured, where the server's own names are not known (keys guard it then)."""
-    extra_names = {name.strip().lower().strip("[]") for name in (extra or "").split(",") if name.strip()}
-    host = bound_host.strip().lower().strip("[]")
-    if host in WILDCARD_HOSTS and not extra_names:
-        return None
-    return frozenset(LOOPBACK_NAMES | extra_names | ({host} - WILDCARD_HOSTS))
-
-
-def host_name(header: bytes | None) -> str | None:
-    """`example.org:8000` -> `example.org`, `[::1]:8000` -> `::1`; None when absent or malformed."""
-    if not header:
-        return None
-    text = header.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        name, closed, rest = text[1:].partition("]")
-        port_ok = not rest or (rest.startswith(":") and rest[1:].isdigit())
-        return name if closed and name and port_ok else None
-    name, _, port = text.partition(":")
-    return name if name and (not port or port.isdigit()) else None
-
-
 class HostCheck:
-    """Refuses (400) a request whose Host header is not one of the names the server is bound to."""
+    """Refuses (400) a request whose Host header is not one of the names the server is bound to
+    (`httpguard.hosts` says which)."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], allowed: frozenset[str]):
         self.app = app
         self.allowed = allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and host_name(dict(scope.get("headers", [])).get(b"host")) not in self.allowed:
+        if scope["type"] == "http" and not host_allowed(self.allowed, dict(scope.get("headers", [])).get(b"host")):
             response = error_response(400, "host_not_allowed",
                                       "the Host header names a host this service does not serve "
                                       "(add it to OCRSERVE_ALLOWED_HOSTS if it is yours)")

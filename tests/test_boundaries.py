@@ -1,5 +1,6 @@
 """The import rules of docs/ARCHITECTURE.md, checked in fresh interpreters:
-app -> workers -> {engine client over HTTP, vision}; engine -> kernels; never back."""
+app -> workers -> {engine client over HTTP, vision}; engine -> kernels; never back. `httpguard`,
+which both HTTP servers (app and engine.server) import, imports none of them."""
 from __future__ import annotations
 
 import subprocess
@@ -23,6 +24,7 @@ def imported_after(module: str) -> set[str]:
     ("app.cli", {"torch", "engine"}),
     ("app.main", {"torch", "engine"}),
     ("workers.tasks", {"torch", "engine", "app"}),
+    ("httpguard.hosts", {"torch", "fastapi", "starlette", "engine", "kernels", "vision", "workers", "app"}),
 ])
 def test_imports_flow_one_way(module, forbidden):
     loaded = {name.split(".")[0] for name in imported_after(module)}

@@ -24,6 +24,7 @@ from engine.server.api_errors import ApiError, error_response, install_error_han
 from engine.server.deps import ServerContext
 from engine.server.engine_lifecycle import EngineLifecycle
 from engine.server.settings import ServerSettings
+from httpguard.hosts import allowed_host_names, host_allowed
 
 
 def create_app(engine: Any, settings: ServerSettings) -> FastAPI:
@@ -43,12 +44,10 @@ def create_app(engine: Any, settings: ServerSettings) -> FastAPI:
     app.include_router(routes_batch.router)
     app.include_router(routes_completions.router)
     app.include_router(routes_admin.router)
-    app.add_middleware(RequestGuard, allowed_hosts=allowed_host_names(settings))
+    app.add_middleware(RequestGuard, allowed_hosts=allowed_host_names(settings.host, settings.allowed_hosts))
     return app
 
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 JSON_TYPES = frozenset({"application/json"})
 # POST routes that read a body, and the media types each accepts (the batch route takes JSON Lines).
 BODY_TYPES = {
@@ -60,30 +59,6 @@ BODY_TYPES = {
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-def allowed_host_names(settings: ServerSettings) -> frozenset[str] | None:
-    """The names a request's Host may carry: loopback, the bound host, --allowed-host. None (no
-    check) for a wildcard bind with no names given: the engine's names are unknown, and such a
-    bind needs an API key anyway."""
-    extra = {name.strip().lower().strip("[]") for name in settings.allowed_hosts if name.strip()}
-    host = settings.host.strip().lower().strip("[]")
-    if host in WILDCARD_HOSTS and not extra:
-        return None
-    return frozenset(LOOPBACK_NAMES | extra | ({host} - WILDCARD_HOSTS))
-
-
-def host_name(header: bytes | None) -> str | None:
-    """`example.org:8000` -> `example.org`, `[::1]:8000` -> `::1`; None when absent or malformed."""
-    if not header:
-        return None
-    text = header.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        name, closed, rest = text[1:].partition("]")
-        port_ok = not rest or (rest.startswith(":") and rest[1:].isdigit())
-        return name if closed and name and port_ok else None
-    name, _, port = text.partition(":")
-    return name if name and (not port or port.isdigit()) else None
 
 
 class RequestGuard:
@@ -103,7 +78,7 @@ class RequestGuard:
 
     def refusal(self, scope: Scope) -> ApiError | None:
         headers = dict(scope.get("headers", []))
-        if self.allowed_hosts is not None and host_name(headers.get(b"host")) not in self.allowed_hosts:
+        if not host_allowed(self.allowed_hosts, headers.get(b"host")):
             return ApiError(400, "the Host header names a host this engine does not serve "
                                  "(start it with --allowed-host NAME if the name is its own)", "host_not_allowed")
         accepted = BODY_TYPES.get(scope.get("path", "")) if scope.get("method") == "POST" else None
