@@ -1,15 +1,12 @@
-"""The architecture facts the engine needs, read from a checkpoint's config.json."""
+"""The architecture facts the engine needs, read from a checkpoint's config.json (which
+architectures run, and which of them take images: engine/models/registry.py)."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TEXT_ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
-# Vision-language models: the text part is read from `text_config` (or the top level in older files).
-VLM_ARCHITECTURES = ("GlmOcrForConditionalGeneration", "Qwen2VLForConditionalGeneration",
-                     "Qwen2_5_VLForConditionalGeneration", "HouseOcrForConditionalGeneration")
-SUPPORTED_ARCHITECTURES = TEXT_ARCHITECTURES + VLM_ARCHITECTURES
+from engine.models.registry import architecture
 
 
 @dataclass(frozen=True)
@@ -51,8 +48,7 @@ class ModelConfig:
         raw = json.loads((path / "config.json").read_text())
         archs = raw.get("architectures") or ["LlamaForCausalLM"]
         arch = archs[0]
-        if arch not in SUPPORTED_ARCHITECTURES:
-            raise ValueError(f"unsupported architecture {arch!r}; this engine runs {', '.join(SUPPORTED_ARCHITECTURES)}")
+        multimodal = architecture(arch).multimodal   # ValueError for an architecture not in the table
         top = raw
         # VLM files nest the decoder's settings in text_config; they win over the top level.
         raw = {**top, **top.get("text_config", {})}
@@ -90,7 +86,7 @@ class ModelConfig:
             bos_token_id=raw.get("bos_token_id"),
             partial_rotary_factor=partial_rotary,
             mrope_section=mrope_section,
-            image_token_id=top.get("image_token_id") if arch in VLM_ARCHITECTURES else None,
+            image_token_id=top.get("image_token_id") if multimodal else None,
             # GLM names the image's brackets image_start/end; Qwen2-VL names them vision_start/end.
             image_start_token_id=top.get("image_start_token_id", top.get("vision_start_token_id")),
             image_end_token_id=top.get("image_end_token_id", top.get("vision_end_token_id")),

@@ -8,7 +8,7 @@ import torch
 from engine.forward_batch import ForwardBatch
 from engine.loader import load_state_dict
 from engine.model_config import ModelConfig
-from engine.models.llama import LlamaModel
+from engine.models.registry import architecture, resolve
 from engine.multimodal.batch_inputs import batch_input_embeds, batch_positions
 from engine.multimodal.encoder_cache import EncoderCache
 from engine.scheduler import ScheduledBatch
@@ -93,17 +93,10 @@ class ModelRunner:
 
 def load_model(path: Path, config: ModelConfig, state: dict[str, torch.Tensor], dtype: torch.dtype,
                max_positions: int, device: torch.device | str, attention_backend: str = "torch"):
-    """The model class for the checkpoint's architecture (VLM modules import transformers' vision code)."""
-    if config.architecture == "GlmOcrForConditionalGeneration":
-        from engine.models.glm_ocr import GlmOcrModel
-
-        return GlmOcrModel(path, config, state, dtype, max_positions, device, attention_backend)
-    if config.architecture == "HouseOcrForConditionalGeneration":
-        from engine.models.house_ocr import HouseOcrModel
-
-        return HouseOcrModel(path, config, state, dtype, max_positions, device, attention_backend)
-    if config.architecture in ("Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration"):
-        from engine.models.qwen2_vl import Qwen2VLModel
-
-        return Qwen2VLModel(path, config, state, dtype, max_positions, device, attention_backend)
-    return LlamaModel(config, state, dtype, max_positions, device, attention_backend)
+    """The model class the checkpoint's architecture names (engine/models/registry.py), imported
+    now: the VLM modules import transformers' vision code."""
+    arch = architecture(config.architecture)
+    model_class = resolve(arch.model)
+    if arch.multimodal:   # reads its vision settings from the checkpoint folder
+        return model_class(path, config, state, dtype, max_positions, device, attention_backend)
+    return model_class(config, state, dtype, max_positions, device, attention_backend)

@@ -13,7 +13,7 @@ from engine.sampling_params import SamplingParams
 from engine.stop import StopChecker
 
 if TYPE_CHECKING:
-    from engine.multimodal.prompt_builder import MultimodalInputs
+    from engine.multimodal.inputs import MultimodalInputs
 
 
 class RequestStatus(enum.Enum):
@@ -115,7 +115,7 @@ class Request:
     @property
     def cache_key_ids(self) -> list[int]:
         """The radix-cache key of all_ids: an image's tokens become ids derived from its
-        content hash, so only the same image can share their K/V (prompt_builder.py)."""
+        content hash, so only the same image can share their K/V (multimodal/prompt_builder.py)."""
         if self.multimodal is None:
             return self.all_ids
         return self.multimodal.cache_key_ids + self.output_ids

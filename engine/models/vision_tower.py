@@ -13,14 +13,8 @@ from pathlib import Path
 
 import torch
 
-# architecture -> (transformers module, vision tower class)
-VISION_TOWERS = {
-    "GlmOcrForConditionalGeneration": ("transformers.models.glm_ocr.modeling_glm_ocr", "GlmOcrVisionModel"),
-    "Qwen2VLForConditionalGeneration": ("transformers.models.qwen2_vl.modeling_qwen2_vl",
-                                        "Qwen2VisionTransformerPretrainedModel"),
-    "Qwen2_5_VLForConditionalGeneration": ("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl",
-                                           "Qwen2_5_VisionTransformerPretrainedModel"),
-}
+from engine.models.registry import architecture as architecture_row
+
 _PREFIX = "visual."
 
 
@@ -29,7 +23,7 @@ class VisionTower:
                  device: torch.device | str = "cpu"):
         from transformers import AutoConfig
 
-        module_name, class_name = VISION_TOWERS[architecture]
+        module_name, class_name = architecture_row(architecture).vision_tower   # engine/models/registry.py
         tower_cls = getattr(importlib.import_module(module_name), class_name)
         vision_config = AutoConfig.from_pretrained(str(path)).vision_config
         self.module = tower_cls._from_config(vision_config, dtype=dtype).eval().requires_grad_(False)

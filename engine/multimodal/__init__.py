@@ -7,6 +7,7 @@
 | image_processor  | the model's own resize/normalise/patchify rules (transformers' PIL   |
 |                  | image processor named in preprocessor_config.json)                   |
 | mrope            | (temporal, height, width) rotary positions of a prompt with images   |
+| inputs           | what an image request carries: image spans, pixels, positions, keys  |
 | prompt_builder   | prompt ids + images -> expanded ids, image spans, positions and the  |
 |                  | prefix-cache key (image tokens replaced by ids from the image hash); |
 |                  | preprocessed pixels kept by image hash (house-ocr: encoder features) |

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from engine.multimodal.encoder_cache import EncoderCache
-from engine.multimodal.prompt_builder import ImageSpan
+from engine.multimodal.inputs import ImageSpan
 from engine.request import Request
 
 

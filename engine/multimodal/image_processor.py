@@ -13,13 +13,7 @@ import transformers
 from PIL import Image
 
 from engine.errors import InvalidRequestError
-
-# Used when preprocessor_config.json names no processor type.
-DEFAULT_PROCESSORS = {
-    "GlmOcrForConditionalGeneration": "Glm46VImageProcessor",
-    "Qwen2VLForConditionalGeneration": "Qwen2VLImageProcessor",
-    "Qwen2_5_VLForConditionalGeneration": "Qwen2VLImageProcessor",
-}
+from engine.models.registry import architecture as architecture_row
 
 
 def image_processor_class(type_name: str):
@@ -39,7 +33,8 @@ class ImagePreprocessor:
             raise FileNotFoundError(f"{path} has no preprocessor_config.json; a vision-language checkpoint needs "
                                     "its image processor settings")
         raw = json.loads(config_path.read_text())
-        type_name = raw.get("image_processor_type") or DEFAULT_PROCESSORS[architecture]
+        # the architecture's own where the file names none (engine/models/registry.py)
+        type_name = raw.get("image_processor_type") or architecture_row(architecture).image_processor
         self.processor = image_processor_class(type_name).from_pretrained(str(path))
         self.merge_size = int(self.processor.merge_size)
 

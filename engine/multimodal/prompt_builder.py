@@ -16,7 +16,6 @@ is a function of its pixels, so the key covers it.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -25,39 +24,15 @@ from PIL import Image
 
 from engine.errors import InvalidRequestError
 from engine.model_config import ModelConfig
+from engine.models.registry import architecture, resolve
 from engine.multimodal.config import MultimodalConfig
 from engine.multimodal.encoder_cache import EncoderCache
 from engine.multimodal.image_decode import ImageData, decode_image
 from engine.multimodal.image_processor import ImagePreprocessor
+from engine.multimodal.inputs import ImageSpan, MultimodalInputs
 from engine.multimodal.mrope import mrope_positions
 
-_KEY_BASE = 1 << 62  # image key ids live in [2^62, 2^63): beyond any vocabulary, still int64
-
-
-@dataclass(frozen=True, eq=False)
-class ImageSpan:
-    offset: int                     # index of the image's first token in the prompt
-    num_tokens: int
-    grid_thw: tuple[int, int, int]  # in patches, before merging
-    pixel_values: torch.Tensor      # [num_patches, patch_dim]: kept so a retracted request can re-encode
-    content_hash: bytes
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.num_tokens
-
-    @property
-    def key_id(self) -> int:
-        return _KEY_BASE + int.from_bytes(self.content_hash[:8], "big") % _KEY_BASE
-
-
-@dataclass(frozen=True, eq=False)
-class MultimodalInputs:
-    prompt_ids: list[int]           # with every image's tokens expanded
-    cache_key_ids: list[int]        # prompt_ids with image tokens replaced by their image's key id
-    images: tuple[ImageSpan, ...]   # in prompt order
-    positions: torch.Tensor         # [3, len(prompt_ids)] int64 M-RoPE positions
-    position_delta: int             # generated token n (whole-sequence index) sits at n + delta
+__all__ = ["ImageSpan", "MultimodalInputs", "MultimodalPromptBuilder"]   # the first two live in inputs.py
 
 
 class MultimodalPromptBuilder:
@@ -65,12 +40,8 @@ class MultimodalPromptBuilder:
         assert model_config.is_multimodal
         self.config = config
         self.image_token_id = model_config.image_token_id
-        if model_config.architecture == "HouseOcrForConditionalGeneration":  # line crops, its own encoder input
-            from engine.models.house_ocr import HouseOcrPreprocessor
-
-            self.preprocessor = HouseOcrPreprocessor()
-        else:
-            self.preprocessor = ImagePreprocessor(path, model_config.architecture)
+        own = architecture(model_config.architecture).preprocessor   # house-ocr: line crops -> its encoder
+        self.preprocessor = resolve(own)() if own else ImagePreprocessor(path, model_config.architecture)
         self.merge_size = self.preprocessor.merge_size
         # Preprocessed pixels by image hash: an image sent again (a retried line, a retried page,
         # the same crop twice) skips the model's preprocessing -- for house-ocr, its line encoder.
