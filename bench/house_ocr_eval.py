@@ -345,7 +345,7 @@ def main() -> int:
 
     from app.local_services import child_env, start_engine
     from workers.page_pipeline import PagePipeline
-    from workers.recognizer import build_recognizer
+    from workers.recognizers.registry import build_recognizer
     from workers.settings import Settings
 
     rng = random.Random(args.seed)

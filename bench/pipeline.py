@@ -27,7 +27,7 @@ import pymupdf  # noqa: E402
 
 from vision.document import Document  # noqa: E402
 from workers.page_pipeline import PagePipeline  # noqa: E402
-from workers.recognizer import build_recognizer  # noqa: E402
+from workers.recognizers.registry import build_recognizer  # noqa: E402
 from workers.settings import Settings  # noqa: E402
 
 STAGES = ("render", "layout", "lines", "order", "recognition", "assembly")

@@ -43,7 +43,8 @@ from line_encoder import crops_by_page  # noqa: E402
 from app.local_services import child_env, start_engine  # noqa: E402
 from engine.models import line_encoder  # noqa: E402
 from vision.layout import RecognitionTask  # noqa: E402
-from workers.recognizer import RecognitionItem, build_recognizer  # noqa: E402
+from workers.recognizers.base import RecognitionItem  # noqa: E402
+from workers.recognizers.registry import build_recognizer  # noqa: E402
 from workers.settings import Settings  # noqa: E402
 
 

@@ -9,8 +9,11 @@ talks to the engine only over HTTP (OpenAI chat completions); never imports
 - `celery_app`, `embedded_broker`: the Celery app on Redis or on embedded SQLite.
 - `tasks`, `job_runner`: job -> pages chord -> finish; retries, fallbacks, results.
 - `recovery`: re-queueing unfinished jobs when the embedded-broker worker starts.
-- `recognizer`, `openai_recognizer`, `tesseract_recognizer`: crops in, text out.
-- `page_pipeline`: render -> layout -> lines -> crops -> recognition -> regions.
+- `recognizers/`: crops in, text out (`base` the protocol, `registry` the table of them,
+  `openai_compatible`, `tesseract`, and `last_attempt` for a page task's last try).
+- `tenant`: the job owner's prefix-cache tenant for every engine request.
+- `page_pipeline`, `pipeline/`: one page as a list of named stages over its state:
+  layout -> layer match -> plan crops -> recognise -> assemble -> figures -> structure.
 - `page_result`, `text_layer_fallback`: a page's regions, ok / fallback / failed.
 - `structure` (`structure_blocks`, `_rows`, `_text`, `_code`): each region's headings,
   paragraphs, lists, code, equations and captions, from its line boxes and text.

@@ -14,7 +14,7 @@ import json
 
 import httpx
 
-from workers.recognizer import RecognizerUnavailableError
+from workers.recognizers.base import RecognizerUnavailableError
 
 BATCH_PATH = "/batch"
 CHAT_URL = "/v1/chat/completions"

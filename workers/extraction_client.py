@@ -37,8 +37,8 @@ from typing import Any, Literal
 import httpx
 
 from workers.extraction_schema import ExtractionSchema
-from workers.openai_recognizer import current_tenant
 from workers.settings import EXTRACTION_RETRY_BACKOFF_S, Settings
+from workers.tenant import current_tenant
 
 DEFAULT_TEXT_MODEL = "smollm2-135m"
 TEXT_ROUTE_FREQUENCY_PENALTY = 0.5
@@ -123,7 +123,7 @@ class ExtractionClient:
                 "temperature": 0,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": _format_name(schema.name), "schema": schema.schema, "strict": True}}}
-        tenant = current_tenant()   # the job owner's prefix-cache tenant (see workers.openai_recognizer)
+        tenant = current_tenant()   # the job owner's prefix-cache tenant (see workers.tenant)
         if tenant is not None:
             body["user"] = tenant
         if self.endpoint.frequency_penalty:

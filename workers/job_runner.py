@@ -32,12 +32,13 @@ from workers.document_result import build_document_result, render_markdown, rend
 from workers.extraction import SchemaExtractor
 from workers.job_model import JobRecord, JobState, PageState
 from workers.job_store import JobStore
-from workers.openai_recognizer import tenant_scope
 from workers.page_pipeline import PagePipeline, fallback_page
 from workers.page_result import PageResult
-from workers.recognizer import Recognizer, RecognizerUnavailableError
+from workers.recognizers.base import Recognizer, RecognizerUnavailableError
+from workers.recognizers.last_attempt import LastAttempt
 from workers.searchable_pdf import BLANK_PAGE_PT, blank_page_pdf, merge_page_files, page_pdf
 from workers.settings import HARD_LIMIT_GRACE_S, Settings
+from workers.tenant import tenant_scope
 
 logger = logging.getLogger("ocrserve.workers")
 FINISH_MARGIN_S = 10   # of the finish task's time limit, kept for writing extraction.json and closing the job
@@ -197,9 +198,12 @@ class JobRunner:
         fallback_dpi = dpi or self.settings.render_dpi
         try:
             rendered = document.render_page(page_index, dpi)
+            # Retries are this task's: before the last attempt an unreachable recogniser raises out of
+            # the pipeline (the page task retries); on the last, every crop counts as failed.
+            recognizer = LastAttempt(self.pipeline.recognizer) if final_attempt else None
             with tenant_scope(job.owner):   # the engine's prefix cache is kept apart per owner
-                result = self.pipeline.process(document, rendered, file_index, final_attempt,
-                                               self.data_dir.figures_dir(job.id), text_layer=job.options.text_layer)
+                result = self.pipeline.process(document, rendered, file_index, self.data_dir.figures_dir(job.id),
+                                               text_layer=job.options.text_layer, recognizer=recognizer)
         except RecognizerUnavailableError:
             raise
         except InputError as exc:

@@ -34,7 +34,8 @@ from workers.data_dir import DataDir
 from workers.dispatch import dispatch_pages
 from workers.job_runner import JobRunner
 from workers.job_store import JobStore
-from workers.recognizer import RecognizerUnavailableError, build_recognizer
+from workers.recognizers.base import RecognizerUnavailableError
+from workers.recognizers.registry import build_recognizer
 from workers.recovery import RecoverySweeper, recover
 from workers.settings import HARD_LIMIT_GRACE_S, Settings
 

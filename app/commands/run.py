@@ -122,7 +122,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
     from vision.limits import InputError
     from workers.extraction_client import ExtractionEndpoint, starts_own_extraction_engine
     from workers.job_service import JobService, Upload
-    from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
+    from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
+    from workers.recognizers.registry import build_recognizer
 
     tmp = Path(tempfile.mkdtemp(prefix="ocrserve-run-"))
     # Each engine started here requires a key (a random one unless configured); the worker is given it.

@@ -42,7 +42,8 @@ def main(args: argparse.Namespace) -> int:
     from app.local_services import ServiceStartError, child_env, start_host_engines, start_worker, with_engine_keys
     from app.main import create_app
     from workers.data_dir import DataDir
-    from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
+    from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
+    from workers.recognizers.registry import build_recognizer
 
     settings = with_engine_keys(with_auth_decided(Settings()))
     data_dir = DataDir(settings.data_dir).ensure()

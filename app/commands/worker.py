@@ -66,7 +66,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     if not args.skip_check:
-        from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError, build_recognizer
+        from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
+        from workers.recognizers.registry import build_recognizer
 
         try:
             build_recognizer(settings).check()

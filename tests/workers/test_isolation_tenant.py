@@ -8,9 +8,9 @@ from __future__ import annotations
 import ocr_samples as samples
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
-from workers.openai_recognizer import current_tenant, engine_tenant
+from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
-from workers.tesseract_recognizer import TesseractRecognizer
+from workers.tenant import current_tenant, engine_tenant
 
 
 class TenantNotingTesseract(TesseractRecognizer):

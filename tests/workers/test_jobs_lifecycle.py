@@ -18,8 +18,8 @@ from workers.job_model import JobFile, JobOptions, JobState, PageState
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, TooManyPagesError, Upload
 from workers.job_store import JobStore
+from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
-from workers.tesseract_recognizer import TesseractRecognizer
 
 
 def _settings(tmp_path, **overrides) -> Settings:

@@ -29,8 +29,8 @@ from workers.extraction_schema import SchemaError, parse_schema, validation_erro
 from workers.job_model import JobState
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
+from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
-from workers.tesseract_recognizer import TesseractRecognizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "examples"))

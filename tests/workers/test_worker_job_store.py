@@ -88,8 +88,8 @@ def test_a_page_left_running_past_the_hard_limit_is_failed_by_the_rescue(tmp_pat
     import time
 
     from workers.job_runner import JobRunner
+    from workers.recognizers.tesseract import TesseractRecognizer
     from workers.settings import HARD_LIMIT_GRACE_S, Settings
-    from workers.tesseract_recognizer import TesseractRecognizer
 
     settings = Settings(data_dir=tmp_path, page_time_limit_s=60)
     runner = JobRunner(settings, TesseractRecognizer())

@@ -21,8 +21,8 @@ from app.local_services import child_env, start_engine
 from service_harness import free_port
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
-from workers.openai_recognizer import OpenAIVisionRecognizer
-from workers.recognizer import RecognizerConfigError, RecognizerUnavailableError
+from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
+from workers.recognizers.openai_compatible import OpenAIVisionRecognizer
 from workers.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -90,7 +90,7 @@ def test_an_unreachable_endpoint_is_temporary():
 
 
 def test_confidence_is_the_geometric_mean_of_token_probabilities():
-    from workers.openai_recognizer import _confidence
+    from workers.recognizers.openai_compatible import _confidence
 
     logprobs = {"content": [{"token": "a", "logprob": math.log(0.9)}, {"token": "b", "logprob": math.log(0.4)},
                             {"token": "</s>", "logprob": 0.0}]}
@@ -105,7 +105,7 @@ def test_crops_go_as_bmp_to_loopback_and_as_png_elsewhere():
 
     from PIL import Image
 
-    from workers.openai_recognizer import data_url, is_loopback
+    from workers.recognizers.openai_compatible import data_url, is_loopback
 
     for url, local in (("http://127.0.0.1:30000/v1", True), ("http://localhost:8/v1", True),
                        ("http://[::1]:8/v1", True), ("https://api.example.org/v1", False),
@@ -159,7 +159,7 @@ def test_a_server_without_batches_gets_one_request_per_crop():
     from PIL import Image
 
     from vision.layout import RecognitionTask
-    from workers.recognizer import RecognitionItem
+    from workers.recognizers.base import RecognitionItem
 
     seen: list[str] = []
 
@@ -184,7 +184,7 @@ def test_a_draft_goes_as_draft_text_only_with_a_crop_that_has_one(engine_url):
     from PIL import Image
 
     from vision.layout import RecognitionTask
-    from workers.recognizer import RecognitionItem
+    from workers.recognizers.base import RecognitionItem
 
     crop = Image.new("RGB", (40, 12), "white")
     drafted = RecognitionItem(crop, RecognitionTask.TEXT, True, draft="Quarterly Report")

@@ -22,10 +22,10 @@ from service_harness import free_port
 from workers.job_model import JobState, PageState
 from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
-from workers.openai_recognizer import OpenAIVisionRecognizer
-from workers.recognizer import RecognitionOutcome, RecognizerUnavailableError
+from workers.recognizers.base import RecognitionOutcome, RecognizerUnavailableError
+from workers.recognizers.openai_compatible import OpenAIVisionRecognizer
+from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
-from workers.tesseract_recognizer import TesseractRecognizer
 
 
 def _settings(tmp_path) -> Settings:
@@ -305,6 +305,7 @@ class DraftReader:
     it was sent."""
     name = "draft-reader"
     reads_single_lines = False
+    softens_noisy_lines = False
 
     def __init__(self, read=lambda draft: draft):
         self.read = read
@@ -385,17 +386,22 @@ def test_a_region_read_whole_goes_whole_with_the_layers_lines_as_its_draft():
     from vision.page_analysis import LayoutBlock
     from vision.reading_order import PageRole
     from vision.text_layer import BlockText
-    from workers.page_pipeline import _crops_of, _region
+    from workers.pipeline.assemble import region_of
+    from workers.pipeline.page import BlockWork
+    from workers.pipeline.plan_crops import plan_block
+    from workers.pipeline.text_layer_policy import TextLayerPolicy
 
     block = LayoutBlock(0, Region("equation", (10, 10, 190, 70), 0.9), PageRole.BODY, ())
     words = (TextWord("E", (20, 12, 40, 30), 0, 0, 0), TextWord("=mc2", (42, 12, 90, 30), 0, 0, 1),
              TextWord("x+1", (20, 40, 60, 60), 0, 1, 0))
     page = RenderedPage(0, Image.new("RGB", (200, 80), "white"), 100, 0.0)
-    assert _crops_of(block, page, False, BlockText((), words)) == [], "auto: taken from the layer"
-    [item] = _crops_of(block, page, False, BlockText((), words), verify=True)
+    auto, verify = TextLayerPolicy.for_mode("auto"), TextLayerPolicy.for_mode("verify")
+    assert plan_block(BlockWork(block, False, BlockText((), words)), page.image, auto) == [], "auto: from the layer"
+    [item] = plan_block(BlockWork(block, False, BlockText((), words)), page.image, verify)
     assert item.draft == "E =mc2\nx+1" and not item.is_single_line and item.task.value == "formula"
-    agrees = _region(block, [RecognitionOutcome("E =mc2 x+1")], [], 200, 80, False, [item.draft])
-    differs = _region(block, [RecognitionOutcome("E=mc^2 x+1")], [], 200, 80, False, [item.draft])
+    agrees = region_of(BlockWork(block, False, crops=[item], outcomes=[RecognitionOutcome("E =mc2 x+1")]), [], 200, 80)
+    differs = region_of(BlockWork(block, False, crops=[item], outcomes=[RecognitionOutcome("E=mc^2 x+1")]),
+                        [], 200, 80)
     assert (agrees.text_layer_check, differs.text_layer_check) == ("agrees", "differs")
     assert differs.text == "E=mc^2 x+1" and differs.source == "ocr"
 

@@ -4,16 +4,21 @@ assembles the cells into a Markdown table; a region reader still gets the table
 whole."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from PIL import Image, ImageDraw, ImageFont
 
+from vision.document import RenderedPage
 from vision.layout import RecognitionTask, Region
 from vision.lines import TextLine
 from vision.page_analysis import LayoutBlock
 from vision.reading_order import PageRole
-from workers.page_pipeline import _crops_of, _region
-from workers.recognizer import RecognitionOutcome
+from workers.pipeline.assemble import region_of
+from workers.pipeline.page import BlockWork, reads_by_lines
+from workers.pipeline.plan_crops import plan_block
+from workers.pipeline.text_layer_policy import TextLayerPolicy
+from workers.recognizers.base import RecognitionOutcome
 from workers.table_text import markdown_table
-from vision.document import RenderedPage
 
 
 def _line(x0, y0, x1, y1) -> TextLine:
@@ -24,6 +29,7 @@ HEADER = [_line(100, 100, 180, 120), _line(300, 101, 360, 121), _line(500, 100, 
 ROW_1 = [_line(100, 140, 220, 160), _line(300, 141, 350, 160), _line(500, 140, 560, 161)]
 ROW_2 = [_line(100, 180, 170, 200), _line(505, 181, 570, 200)]     # the middle cell is empty
 TABLE = LayoutBlock(0, Region("table", (90, 90, 600, 210), 0.9), PageRole.BODY, tuple(HEADER + ROW_1 + ROW_2))
+NEVER = TextLayerPolicy.for_mode("never")
 TEXTS = ["Item", "Qty", "Amount", "Red pens", "12", "4.80", "Paper", "19.99"]
 
 
@@ -46,12 +52,14 @@ def _page_with_cells() -> RenderedPage:
 
 def test_a_line_reader_gets_the_cells_and_a_region_reader_the_whole_table():
     page = _page_with_cells()
-    as_lines = _crops_of(TABLE, page, single_lines=True, taken=None)
+    assert reads_by_lines(TABLE, SimpleNamespace(reads_single_lines=True))
+    assert not reads_by_lines(TABLE, SimpleNamespace(reads_single_lines=False))
+    as_lines = plan_block(BlockWork(TABLE, by_lines=True), page.image, NEVER)
     assert len(as_lines) == 8 and all(item.is_single_line and item.task is RecognitionTask.TEXT for item in as_lines)
-    whole = _crops_of(TABLE, page, single_lines=False, taken=None)
+    whole = plan_block(BlockWork(TABLE, by_lines=False), page.image, NEVER)
     assert len(whole) == 1 and whole[0].task is RecognitionTask.TABLE and not whole[0].is_single_line
 
-    region = _region(TABLE, [RecognitionOutcome(t) for t in TEXTS], [], 700, 300, by_lines=True)
+    region = region_of(BlockWork(TABLE, by_lines=True, outcomes=[RecognitionOutcome(t) for t in TEXTS]), [], 700, 300)
     assert region.text.splitlines()[0] == "| Item | Qty | Amount |"
     assert region.text.splitlines()[-1] == "| Paper |  | 19.99 |"
     assert len(region.lines) == 8          # every cell keeps its box for the searchable PDF
@@ -61,5 +69,5 @@ def test_a_cell_with_no_ink_is_not_sent():
     page = _page_with_cells()
     ImageDraw.Draw(page.image).rectangle(ROW_2[1].bbox, fill="white")   # "19.99" erased
     ImageDraw.Draw(page.image).line((100, 150, 580, 150), fill="black", width=2)   # a rule through row 1
-    crops = _crops_of(TABLE, page, single_lines=True, taken=None)
+    crops = plan_block(BlockWork(TABLE, by_lines=True), page.image, NEVER)
     assert [isinstance(crop, RecognitionOutcome) and crop.text == "" for crop in crops] == [False] * 7 + [True]

@@ -6,8 +6,8 @@ import pytest
 from PIL import Image
 
 from vision.layout import RecognitionTask
-from workers.recognizer import RecognitionItem, RecognizerConfigError
-from workers.tesseract_recognizer import TesseractRecognizer
+from workers.recognizers.base import RecognitionItem, RecognizerConfigError
+from workers.recognizers.tesseract import TesseractRecognizer
 
 
 def _rendered_text(lines: list[str], fontsize: float = 14, dpi: int = 100) -> Image.Image:
@@ -49,7 +49,7 @@ def test_a_missing_program_or_language_is_a_configuration_error():
 
 
 def test_a_page_of_lines_is_split_over_every_process_by_pixels():
-    from workers.tesseract_recognizer import BATCH_SIZE, _balanced_batches
+    from workers.recognizers.tesseract import BATCH_SIZE, _balanced_batches
 
     sizes = [(1200, 40)] * 10 + [(120, 40)] * 50   # ten full-width lines, fifty short ones
     images = [Image.new("RGB", size, "white") for size in sizes]

@@ -10,8 +10,8 @@ from PIL import Image, ImageDraw
 
 from app.local_services import child_env, start_engine
 from tests.engine.tiny_vlm import build_tiny_vlm
-from workers.openai_recognizer import OpenAIVisionRecognizer
-from workers.recognizer import RecognitionItem
+from workers.recognizers.base import RecognitionItem
+from workers.recognizers.openai_compatible import OpenAIVisionRecognizer
 from workers.settings import Settings
 from vision.layout import RecognitionTask
 
@@ -50,7 +50,7 @@ def test_crops_reach_a_vision_model_through_the_chat_api(vlm_engine_url):
 def test_batched_requests_read_what_one_request_per_crop_reads(vlm_engine_url, monkeypatch):
     """Our engine takes a page's crops as batch requests (POST /v1/batch, a few lines each here);
     the outcomes are the per-request path's, token limits and warmer retries included."""
-    from workers import openai_recognizer
+    from workers.recognizers import openai_compatible as openai_recognizer
 
     items = [RecognitionItem(crop(f"line {i}"), RecognitionTask.TEXT, True) for i in range(7)]
     batched = OpenAIVisionRecognizer(vlm_engine_url, "glm-ocr", max_concurrency=4)

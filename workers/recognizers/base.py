@@ -1,13 +1,14 @@
 """What a recogniser is: crops in, text out, one outcome per crop.
 
-Three recognisers exist, picked with `OCRSERVE_RECOGNIZER`:
+Three recognisers exist, picked with `OCRSERVE_RECOGNIZER` from the table in
+`workers.recognizers.registry`:
 - `house` (the default): the house OCR model served by our engine under the
   built-in name `house-ocr`, through the same client as `openai`; it reads one
   text line per crop, so tables are sent cell by cell (`reads_single_lines`);
-- `openai` (`OpenAIVisionRecognizer`): any OpenAI-compatible chat endpoint
+- `openai` (`openai_compatible.OpenAIVisionRecognizer`): any OpenAI-compatible chat endpoint
   serving a vision-language model — our engine, or vLLM/SGLang serving GLM-OCR —
   with each crop sent as an `image_url` data URL beside GLM-OCR's task prompt;
-- `tesseract` (`TesseractRecognizer`): the Tesseract OCR program, local.
+- `tesseract` (`tesseract.TesseractRecognizer`): the Tesseract OCR program, local.
 
 Errors are split by what the page task should do about them:
 
@@ -25,7 +26,6 @@ from typing import Protocol
 from PIL import Image
 
 from vision.layout import RecognitionTask
-from workers.settings import Settings
 
 # GLM-OCR's task prompts, one per region kind.
 TASK_PROMPTS: dict[RecognitionTask, str] = {
@@ -82,13 +82,3 @@ class Recognizer(Protocol):
     def check(self) -> None:
         """Raise `RecognizerConfigError` (or `RecognizerUnavailableError`) if this recogniser cannot work."""
         ...
-
-
-def build_recognizer(settings: Settings) -> Recognizer:
-    if settings.recognizer == "tesseract":
-        from workers.tesseract_recognizer import TesseractRecognizer
-
-        return TesseractRecognizer(settings.tesseract_cmd, settings.tesseract_lang)
-    from workers.openai_recognizer import OpenAIVisionRecognizer
-
-    return OpenAIVisionRecognizer.from_settings(settings)

@@ -25,7 +25,7 @@ see it unless a job asks for verify.
 Every request carries the job owner's prefix-cache tenant as the standard
 `user` field (our engine keys its radix cache by it, DESIGN "salted per
 tenant"; other servers take it as an end-user id): a hash of the owner, set
-around a job's work by `tenant_scope`, so one key's documents never warm (or
+around a job's work by `workers.tenant.tenant_scope`, so one key's documents never warm (or
 reveal, through `cached_tokens`) another key's cache entries.
 
 Each reply's confidence is the geometric mean of its tokens' probabilities,
@@ -33,7 +33,7 @@ end-of-text included, from the standard `logprobs` field (our engine gives them
 without giving up the house model's draft or rescoring; a server that sends
 none leaves the confidence unknown).
 
-How replies map to errors (see `workers.recognizer`):
+How replies map to errors (see `workers.recognizers.base`):
 
 | reply | error |
 |---|---|
@@ -45,13 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
-import contextvars
-import hashlib
 import io
 import ipaddress
 import math
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,35 +56,15 @@ from PIL import Image
 
 from vision.layout import RecognitionTask
 from workers.chat_batch import run_batches, supports_batch
-from workers.recognizer import (TASK_PROMPTS, RecognitionItem, RecognitionOutcome, RecognizerConfigError,
-                                RecognizerUnavailableError)
+from workers.recognizers.base import (TASK_PROMPTS, RecognitionItem, RecognitionOutcome, RecognizerConfigError,
+                                      RecognizerUnavailableError)
 from workers.settings import Settings
+from workers.tenant import current_tenant
 
 MAX_TOKENS = {RecognitionTask.TEXT: 512, RecognitionTask.TABLE: 4096, RecognitionTask.FORMULA: 1024}
 TEMPERATURE_LADDER = (0.0, 0.4)
 MAX_DRAFT_CHARS = 32768   # the engine refuses a draft_text over 65536; a draft's head drafts as well as the whole
 _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "model_not_found"}
-_TENANT: contextvars.ContextVar[str | None] = contextvars.ContextVar("ocrserve_engine_tenant", default=None)
-
-
-def engine_tenant(owner: str) -> str:
-    """The prefix-cache tenant of a job owner: a hash, so the engine never sees owner ids (themselves
-    key hashes), and one owner's requests share their cache entries with nobody else's."""
-    return "owner-" + hashlib.sha256(b"ocrserve-tenant:" + owner.encode()).hexdigest()[:32]
-
-
-@contextlib.contextmanager
-def tenant_scope(owner: str) -> Iterator[None]:
-    """Every engine request made inside (recognition, extraction) carries `owner`'s tenant."""
-    token = _TENANT.set(engine_tenant(owner))
-    try:
-        yield
-    finally:
-        _TENANT.reset(token)
-
-
-def current_tenant() -> str | None:
-    return _TENANT.get()
 
 
 class OpenAIVisionRecognizer:

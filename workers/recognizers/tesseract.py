@@ -20,7 +20,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from workers.recognizer import RecognitionItem, RecognitionOutcome, RecognizerConfigError
+from workers.recognizers.base import RecognitionItem, RecognitionOutcome, RecognizerConfigError
 
 MIN_LINE_HEIGHT_PX = 40
 MAX_UPSCALE = 4.0

@@ -15,8 +15,9 @@ from PIL import Image
 
 from tests.engine.server.conftest import API_KEY, REPO_ROOT, EngineServer
 from vision.layout import RecognitionTask
-from workers.openai_recognizer import OpenAIVisionRecognizer, engine_tenant, tenant_scope
-from workers.recognizer import RecognitionItem
+from workers.recognizers.base import RecognitionItem
+from workers.recognizers.openai_compatible import OpenAIVisionRecognizer
+from workers.tenant import engine_tenant, tenant_scope
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,25 @@
+"""Stage: every crop still to read goes to the recogniser in one call (so it can batch a
+page's lines), and each block gets one outcome per crop, answered ones as planned.
+
+A recogniser set up so it cannot work (`RecognizerConfigError`) fails every crop, which the
+assemble stage turns into text-layer fallbacks or failed regions. `RecognizerUnavailableError`
+escapes: retrying is the page task's decision (`workers.recognizers.last_attempt`).
+"""
+from __future__ import annotations
+
+from workers.pipeline.page import PageWork
+from workers.recognizers.base import RecognitionItem, RecognitionOutcome, RecognizerConfigError
+
+
+class Recognise:
+    name = "recognise"
+    timing = "recognition"
+
+    def run(self, page: PageWork) -> None:
+        items = [crop for work in page.blocks for crop in work.crops if isinstance(crop, RecognitionItem)]
+        try:
+            read = iter(page.recognizer.recognize(items))
+        except RecognizerConfigError as exc:
+            read = iter([RecognitionOutcome(None, str(exc))] * len(items))
+        for work in page.blocks:
+            work.outcomes = [next(read) if isinstance(crop, RecognitionItem) else crop for crop in work.crops]
