@@ -24,6 +24,8 @@ from workers.extraction_schema import ExtractionSchema
 
 
 class JobState(StrEnum):
+    """Where a job, or one of its pages, stands: both move through these states (above), and
+    the value is what the job store keeps and the API returns."""
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
@@ -35,16 +37,7 @@ class JobState(StrEnum):
         return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 
-class PageState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_final(self) -> bool:
-        return self in (PageState.DONE, PageState.FAILED, PageState.CANCELLED)
+PageState = JobState   # the same type, named for the page's field it fills
 
 
 @dataclass(frozen=True)
