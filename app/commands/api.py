@@ -51,17 +51,28 @@ def bind_host(settings: Settings, requested: str | None) -> str:
     return host
 
 
-def main(args: argparse.Namespace) -> int:
+def start_up(args: argparse.Namespace) -> tuple[Settings, str, int]:
+    """What `api` and `serve` decide before serving: the settings with the auth mode pinned, and
+    the address and port to bind (`--host`/`--port`, else OCRSERVE_HOST/OCRSERVE_PORT)."""
+    settings = with_auth_decided(Settings())
+    host = bind_host(settings, args.host)
+    return settings, host, settings.port if args.port is None else args.port
+
+
+def run_api(settings: Settings, host: str, port: int, log_level: str) -> None:
+    """Serve the API on `host:port` until stopped; it answers only Host names that address allows."""
     import uvicorn
 
     from app.main import create_app
 
-    settings = with_auth_decided(Settings())
-    host = bind_host(settings, args.host)
-    port = settings.port if args.port is None else args.port
-    print(f"ocrserve api on http://{host}:{port} (data in {settings.data_dir.resolve()})", file=sys.stderr)
-    uvicorn.run(create_app(settings, bound_host=host), host=host, port=port, log_level=args.log_level,
+    uvicorn.run(create_app(settings, bound_host=host), host=host, port=port, log_level=log_level,
                 access_log=False, server_header=False)
+
+
+def main(args: argparse.Namespace) -> int:
+    settings, host, port = start_up(args)
+    print(f"ocrserve api on http://{host}:{port} (data in {settings.data_dir.resolve()})", file=sys.stderr)
+    run_api(settings, host, port, args.log_level)
     return 0
 
 

@@ -17,16 +17,9 @@ import argparse
 import signal
 import sys
 
-from app.commands.api import bind_host, with_auth_decided
-from workers.settings import Settings
+from app.commands.api import configure, run_api, start_up
 
 SUMMARY = "run the API, a worker and (when it is ours) the engine in one command"
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default=None, help="address to bind (default: OCRSERVE_HOST, 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=None, help="port (default: OCRSERVE_PORT, 8000)")
-    parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -37,18 +30,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def main(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from app.local_services import ServiceStartError, child_env, start_host_engines, start_worker, with_engine_keys
-    from app.main import create_app
     from workers.data_dir import DataDir
     from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
     from workers.recognizers.registry import build_recognizer
 
-    settings = with_engine_keys(with_auth_decided(Settings()))
+    settings, host, port = start_up(args)
+    settings = with_engine_keys(settings)
     data_dir = DataDir(settings.data_dir).ensure()
-    host = bind_host(settings, args.host)
-    port = settings.port if args.port is None else args.port
     children = []
     # SIGTERM unwinds like Ctrl-C, so the children are always stopped.
     signal.signal(signal.SIGTERM, _interrupt)
@@ -62,8 +51,7 @@ def main(args: argparse.Namespace) -> int:
         broker = "Redis" if settings.broker_url else f"embedded SQLite in {data_dir.root}"
         print(f"ocrserve serve: API on http://{host}:{port}, broker: {broker}, recogniser: {settings.recognizer}",
               file=sys.stderr)
-        uvicorn.run(create_app(settings, bound_host=host), host=host, port=port, log_level=args.log_level,
-                    access_log=False, server_header=False)
+        run_api(settings, host, port, args.log_level)
     except (ServiceStartError, RecognizerConfigError, RecognizerUnavailableError) as exc:
         print(f"ocrserve serve: {exc}", file=sys.stderr)
         return 2
