@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from app.api_docs import mount_api_docs
 from app.api_keys import KeyRing
 from app.deps import ApiContext
 from app.errors import error_response, install_error_handlers
@@ -44,9 +45,11 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     """`bound_host`: the address the server listens on (`ocrserve api`/`serve` pass it); with it,
     requests naming another host are refused. None: not bound by us (an in-process client)."""
     settings = settings or Settings()
+    # FastAPI's own docs pages load unpinned CDN files on the web page's origin: ours, when asked for.
     app = FastAPI(title="ocrserve", version=VERSION,
                   description="Self-hosted document OCR: PDFs and images in; Markdown, JSON, text and "
-                              "searchable PDF out.")
+                              "searchable PDF out.",
+                  docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
     app.state.context = ApiContext(settings=settings, jobs=JobService(settings),
                                    keys=KeyRing.from_settings(settings))
     install_error_handlers(app)
@@ -54,6 +57,8 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     app.include_router(schemas_router)
     app.include_router(pages_router)
     mount_web_ui(app)
+    if settings.api_docs:
+        mount_api_docs(app)
 
     health_cache = HealthCache(app.state.context.jobs)
 

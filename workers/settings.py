@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # loopback only; `auto`: decided once at start-up, `keys` when a key or a keys file exists.
     auth: Literal["auto", "keys", "none"] = "auto"
     allowed_hosts: str | None = None     # comma-separated Host names accepted besides loopback and `host`
+    # Swagger UI at /docs and ReDoc at /redoc (app/api_docs.py); off, since they run on the origin where the
+    # web page keeps its key. /openapi.json is served either way.
+    api_docs: bool = False
     max_files_per_job: int = Field(20, ge=1)
     max_jobs_listed: int = Field(100, ge=1)
     # Uploads this API process receives at once (each streamed to disk); the next gets 503 + Retry-After.
