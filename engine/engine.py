@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import threading
 import uuid
@@ -13,7 +12,7 @@ import torch
 from transformers import AutoTokenizer
 
 from engine.config import EngineConfig
-from engine.errors import InvalidRequestError, PromptTooLongError
+from engine.errors import EngineStartupError, InvalidRequestError, PromptTooLongError
 from engine.kv_pool import KVPool
 from engine.loader import resolve_model
 from engine.model_config import ModelConfig
@@ -26,18 +25,11 @@ from engine.request import Request, RequestOutput
 from engine.sampler import Sampler, SamplerState
 from engine.sampling_params import SamplingParams
 from engine.scheduler import Scheduler
-from engine.spec import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, MtpDrafter, NgramDrafter,
-                         TextDrafter)
+from engine.spec import build_drafters, extra_kv_layers
 from engine.spec.verify import decide
 from engine.stop import StopChecker
 
-
-# The most tokens of a grammar's forced text drafted in one step (a JSON key with its quotes and colon).
-GRAMMAR_DRAFT_TOKENS = 12
-
-
-class EngineStartupError(RuntimeError):
-    """The engine cannot run with this configuration (said before any request)."""
+__all__ = ["Engine", "EngineStartupError"]   # the latter lives in engine/errors.py
 
 
 class Engine:
@@ -65,11 +57,8 @@ class Engine:
         except RuntimeError as e:
             raise EngineStartupError(str(e)) from e
         dtype = _DTYPES[config.dtype]
-        # MTP drafts: each MTP layer keeps K/V of its own, one more layer of the pool
-        if config.speculative_algorithm == "mtp" and mc.num_mtp_layers < 1:
-            raise EngineStartupError(f"speculative algorithm mtp needs a model with multi-token-prediction layers; "
-                                     f"{config.model!r} has none (num_nextn_predict_layers is 0)")
-        self.num_pool_layers = mc.num_layers + (mc.num_mtp_layers if config.speculative_algorithm == "mtp" else 0)
+        # drafting may keep K/V of its own in the pool (MTP layers): said before anything is loaded
+        self.num_pool_layers = mc.num_layers + extra_kv_layers(config, mc)
         per_token = KVPool.bytes_per_token(self.num_pool_layers, mc.num_kv_heads, mc.head_dim, dtype)
         if config.kv_tokens is not None:
             num_tokens = config.kv_tokens
@@ -106,32 +95,20 @@ class Engine:
         self._owner_ids = itertools.count(1)
         self._seed_rng = torch.Generator().manual_seed(config.seed)
         self._seed_lock = threading.Lock()  # make_request runs on caller threads (image requests: a worker)
-        # Speculative decoding (engine/spec/): the model's own drafts where it makes them; for the
-        # other greedy requests, when asked for, n-grams or a draft model (`text_drafter`).
-        self.model_drafter = ModelDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
-        # a client's draft of the whole output (`draft_text`), for any request, as many tokens a step
-        self.client_drafter = TextDrafter(config.speculative_tokens) if config.speculative_tokens > 0 else None
-        self.draft_engine: Engine | None = None
-        self.text_drafter: Drafter | None = None
-        if config.speculative_algorithm == "ngram":
-            self.text_drafter = NgramDrafter(config.draft_tokens, config.ngram_min, config.ngram_max)
-        elif config.speculative_algorithm == "draft_model":
-            self.draft_engine = self._start_draft_engine(config)
-            self.text_drafter = DraftModelDrafter(config.draft_tokens, self.draft_engine, self.vocab_size)
-        elif config.speculative_algorithm == "mtp":
-            self.text_drafter = MtpDrafter(config.draft_tokens, self.runner.model, self.pool)
-        # constrained requests: the grammar's forced text first (up to a JSON key and its quotes)
-        self.grammar_drafter = (GrammarDrafter(max(config.draft_tokens, GRAMMAR_DRAFT_TOKENS), self._draft_encoder(),
-                                               self.text_drafter) if self.text_drafter is not None else None)
+        # Speculative decoding and the model's rescoring (engine/spec/policy.py): which drafters
+        # there are, which one each request gets; a draft model runs on an engine of its own.
+        self.drafts = build_drafters(config, model=self.runner.model, pool=self.pool, model_config=mc,
+                                     vocab_size=self.vocab_size, context_length=self.context_length,
+                                     eos_token_ids=self.eos_token_ids, tokenizer=self.tokenizer,
+                                     detok_tokenizer=self.detok_tokenizer, metrics=metrics, new_engine=Engine)
         self.num_steps = 0
-        self.processor = StepProcessor(self.requests, self.scheduler, self.pool, self.runner.model, self.metrics,
-                                       self.eos_token_ids, self.detok_tokenizer)
+        self.processor = StepProcessor(self.requests, self.scheduler, self.pool, self.metrics, self.drafts)
 
-    # the processor's counts (engine/process.py)
-    num_draft_tokens = property(lambda self: self.processor.num_draft_tokens)
-    num_accepted_draft_tokens = property(lambda self: self.processor.num_accepted_draft_tokens)
-    num_rescored = property(lambda self: self.processor.num_rescored)
-    num_draft_chosen = property(lambda self: self.processor.num_draft_chosen)
+    # speculative decoding's counts (engine/spec/policy.py)
+    num_draft_tokens = property(lambda self: self.drafts.num_draft_tokens)
+    num_accepted_draft_tokens = property(lambda self: self.drafts.num_accepted_draft_tokens)
+    num_rescored = property(lambda self: self.drafts.num_rescored)
+    num_draft_chosen = property(lambda self: self.drafts.num_draft_chosen)
 
     def _check_pool_holds_context(self, num_tokens: int, per_token: int) -> None:
         if num_tokens < self.context_length:
@@ -144,30 +121,6 @@ class Engine:
     @property
     def supports_images(self) -> bool:
         return self.multimodal is not None
-
-    def _start_draft_engine(self, config: EngineConfig) -> Engine:
-        """The draft model on an engine of its own, same device, dtype and context; its tokenizer
-        must be the target's (drafted ids are the target's ids)."""
-        draft = Engine(EngineConfig(
-            model=config.draft_model, context_length=self.context_length, kv_tokens=config.draft_kv_tokens,
-            device=config.device, dtype=config.dtype, seed=config.seed, debug=config.debug,
-            speculative_tokens=0, speculative_algorithm="none", ctc_rescoring=False,
-            attention_backend=config.attention_backend))
-        if draft.tokenizer.get_vocab() != self.tokenizer.get_vocab():
-            draft.close()
-            raise EngineStartupError(f"the draft model {config.draft_model!r} has another tokenizer than "
-                                     f"{config.model!r}; a draft model must share the target's token ids")
-        if draft.supports_images:
-            draft.close()
-            raise EngineStartupError(f"the draft model {config.draft_model!r} takes images; give a text model")
-        return draft
-
-    def _draft_encoder(self):
-        """text -> token ids for drafts, on the engine thread: with the engine thread's own tokenizer
-        (`detok_tokenizer`; prompts are tokenised with the shared one on another thread), memoised,
-        since a schema's forced texts repeat from request to request."""
-        encode = self.detok_tokenizer.encode
-        return functools.lru_cache(maxsize=4096)(lambda text: tuple(encode(text, add_special_tokens=False)))
 
     # -- admission -------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -206,28 +159,8 @@ class Engine:
                     raise PromptTooLongError(len(prompt_ids), limit)
         elif images:
             raise InvalidRequestError(f"model {self.config.model!r} does not accept images", param="images")
-        draft_ids = None
-        # Rescoring needs the draft too, with or without speculative decoding; a request with stop
-        # conditions of its own keeps plain greedy output (its text may end before the draft's).
-        model = self.runner.model      # its hooks: engine/models/hooks.py
-        rescore = (self.config.ctc_rescoring and model.rescores_output
-                   and not (params.stop or params.stop_regex or params.stop_token_ids or params.ignore_eos))
-        if multimodal is not None and (self.config.speculative_tokens > 0 or rescore) and params.allows_draft:
-            draft_ids = model.draft_tokens(multimodal)
-        drafter: Drafter | None = None
-        text_draft_ids = None
-        if params.draft_text is not None and self.client_drafter is not None:
-            # The client's expected output (a text layer's line) is the draft, not the model's own,
-            # which still serves rescoring. Any request: verification is exact for all of them.
-            text_draft_ids = self.tokenize(params.draft_text) + list(self.model_config.eos_token_ids[:1])
-            drafter = self.client_drafter
-        elif draft_ids is not None:
-            drafter = self.model_drafter          # None with speculative_tokens=0: rescoring only
-        elif self.text_drafter is not None:
-            # Any request: verification replays a grammar's mask and penalties' counts position by
-            # position, and keeps a sampled request's drafts by rejection sampling
-            # (engine/spec/verify.py).
-            drafter = self.text_drafter if params.grammar is None else self.grammar_drafter
+        # its drafter and drafts, whether the model may rescore it (engine/spec/policy.py)
+        draft = self.drafts.new_state(params, multimodal)
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.
@@ -248,10 +181,7 @@ class Engine:
             tenant=tenant,
             multimodal=multimodal,
             grammar_state=grammar_state,
-            draft_ids=draft_ids,
-            text_draft_ids=text_draft_ids,
-            drafter=drafter,
-            rescore=rescore and draft_ids is not None,
+            draft=draft,
         )
 
     def grammar_backend(self):
@@ -268,8 +198,7 @@ class Engine:
     def close(self) -> None:
         if self._grammar_backend is not None:
             self._grammar_backend.close()
-        if self.draft_engine is not None:
-            self.draft_engine.close()
+        self.drafts.close()
 
     def add_request(self, prompt, params: SamplingParams, request_id: str | None = None, tenant: str = "",
                     images: Sequence[ImageData] | None = None) -> Request:
@@ -301,20 +230,20 @@ class Engine:
 
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
-        """schedule -> run -> decide -> (draft) -> apply: the scheduler picks the requests and their
-        drafted tokens, the model runs them, `decide` (engine/spec/verify.py) chooses each one's
-        tokens, a drafter that reads the model's hidden states drafts for the next step while
-        the step's K/V is still as the forward pass left it, and the processor (engine/process.py) appends them."""
+        """schedule -> run -> decide -> apply: the scheduler picks the requests and their drafted
+        tokens (drafters draft there, a draft model's engine included), the model runs them,
+        `decide` (engine/spec/verify.py) chooses each one's tokens, the drafting policy's
+        `after_step` lets a drafter that reads the model's hidden states (MTP) draft for the next
+        step while the step's K/V is still as the forward pass left it, and the processor
+        (engine/process.py) appends them."""
         scheduled = self.scheduler.schedule()
         if scheduled is None:
             self._report_state()
             return []
-        starts = [r.num_computed for r in scheduled.requests]
         logits = self.runner.forward(scheduled, self.pool)
         self.num_steps += 1
         verdicts = decide(scheduled, logits, self.sampler)
-        if self.text_drafter is not None:
-            self.text_drafter.after_step(scheduled, starts, verdicts)
+        self.drafts.after_step(scheduled, verdicts)
         outputs = self.processor.apply(scheduled, verdicts)
         self._report_state()
         return outputs

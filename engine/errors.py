@@ -11,6 +11,7 @@ The HTTP layer maps them to status codes without reading messages:
 
 Messages are written for the person who sent the request: they name the
 parameter and the accepted range, never internal state or a traceback.
+`EngineStartupError` is the operator's: the engine cannot start with its configuration.
 """
 from __future__ import annotations
 
@@ -45,3 +46,7 @@ class PromptTooLongError(InvalidRequestError):
 
 class EngineOverloadedError(EngineError):
     """Admission control turned the request away for now; the client may retry later."""
+
+
+class EngineStartupError(RuntimeError):
+    """The engine cannot run with this configuration (said before any request)."""

@@ -32,8 +32,9 @@ lock to be read as a consistent pair.
 | ocrserve_spec_rescored_lines_total{kept} | counter | on_rescored |
 
 Speculative decoding's series by method (SPEC_METHODS: the drafters' names) sum to
-the unlabelled totals: the engine records each verdict under the method the
-scheduler noted on the request (`Request.spec_method`) when it handed out the draft.
+the unlabelled totals: the drafting policy (engine/spec/policy.py) records each verdict
+under the method the scheduler noted on the request (`DraftState.method`) when it handed
+out the draft. House-ocr's rescoring (engine/spec/rescore.py) feeds on_rescored.
 """
 from __future__ import annotations
 

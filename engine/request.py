@@ -50,15 +50,11 @@ class Request:
     | output_ids     | generated tokens; the last one has no K/V yet                  |
     | multimodal     | images of a VLM request: their spans in prompt_ids (expanded), |
     |                | pixels, M-RoPE positions; None for text-only requests          |
-    | draft_ids      | the model's draft of the whole output (house-ocr: its CTC      |
-    |                | reading + EOS), or None; `spec_ids` are the drafted tokens the |
-    |                | current step verifies                                          |
-    | text_draft_ids | the client's draft of the whole output (`draft_text`, e.g. a   |
-    |                | PDF text layer's line) + EOS, or None                          |
-    | drafter        | what proposes them (engine/spec/): the model's draft, n-grams  |
-    | rescore        | the model may replace the finished greedy output with its      |
-    |                | draft (house-ocr's CTC rescoring): nothing is handed back      |
-    |                | until the request finishes                                     |
+    | draft          | speculative decoding's state (engine/spec/state.py: its        |
+    |                | drafter, drafts of the whole output, counts, house-ocr's       |
+    |                | rescoring), or None: it neither drafts nor is rescored         |
+    | spec_ids       | the drafted tokens the current step verifies after the pending |
+    |                | one(s) (set by the scheduler, cleared once the step is applied)|
     """
 
     request_id: str
@@ -72,11 +68,9 @@ class Request:
     grammar_state: object | None = None   # engine.grammar.GrammarState; kept across retraction
     arrival_time: float = field(default_factory=time.monotonic)
     multimodal: MultimodalInputs | None = None
-    draft_ids: list[int] | None = None
-    text_draft_ids: list[int] | None = None
-    drafter: object | None = None  # engine.spec.Drafter proposing this request's drafts; None: none
-    rescore: bool = False          # hold the output until finished, then let the model rescore it
-    output_log_probs: list[float] = field(default_factory=list)   # rescore: log P of each output token
+    # engine.spec.state.DraftState, built by engine/spec/policy.py; typed `object`: engine/spec imports
+    # this module, and importing it back would close a circle (tests/engine/test_import_graph.py)
+    draft: object | None = None
 
     status: RequestStatus = RequestStatus.WAITING
     output_ids: list[int] = field(default_factory=list)
@@ -90,13 +84,8 @@ class Request:
     last_token_time: float | None = None
     finish_reason: str | None = None
     aborted: bool = False
-    # Output not yet handed to the caller (drained by the engine after each step).
     spec_ids: list[int] = field(default_factory=list)
-    spec_method: str = ""   # the drafter that made spec_ids (engine/metrics.py's SPEC_METHODS)
-    # a draft made at the end of a step for the next (MTP): (output length it follows, tokens)
-    held_draft: tuple[int, list[int]] | None = None
-    num_draft_proposed: int = 0
-    num_draft_accepted: int = 0
+    # Output not yet handed to the caller (drained by the engine after each step).
     pending_text: str = ""
     pending_token_ids: list[int] = field(default_factory=list)
     pending_logprobs: list[TokenLogprobs] = field(default_factory=list)

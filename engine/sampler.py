@@ -295,8 +295,8 @@ def token_logprobs(log_probs: torch.Tensor, token_ids: Sequence[int], top_ks: Se
     chosen token, and its top k (k = top_ks[row]; -inf alternatives left out).
 
     The one place a TokenLogprobs is made from a distribution: the sampler's rows, and the rows
-    a draft is verified or rescored with (engine.py), so a drafted greedy request reports what
-    decoding it one token a step reports."""
+    a draft is verified or rescored with (engine/spec/verify.py, engine/models/house_ocr.py), so
+    a drafted greedy request reports what decoding it one token a step reports."""
     ids = torch.tensor(list(token_ids), dtype=torch.int64, device=log_probs.device)
     chosen = log_probs.gather(1, ids[:, None]).squeeze(1).tolist()
     max_k = max(top_ks, default=0)

@@ -6,6 +6,12 @@ the pool allow. When the pool runs dry even after evicting unreferenced cache
 entries, the most recently arrived running request is retracted: its K/V goes
 to the radix cache (or back to the pool), and it rejoins the front of the
 queue with everything that shapes its output kept (DESIGN invariant 4).
+
+Drafting runs here too: before the requests are picked, each drafter drafts for the decoding
+requests it serves at once (`_prepare_drafts`: a draft model runs its own engine's steps
+there), and each request scheduled to reach its end takes its drafter's tokens to verify
+(`_draft`), within the step's token budget. So the cost of drafting is the schedule phase's
+of `Engine.step`; which drafter a request has was decided when it was built (engine/spec/policy.py).
 """
 from __future__ import annotations
 
@@ -63,7 +69,7 @@ class Scheduler:
     def schedule(self) -> ScheduledBatch | None:
         budget = self.config.max_prefill_tokens
         batch = ScheduledBatch([], [], [])
-        self._prepare_drafts()
+        self._prepare_drafts()   # drafters' batch work for this step (a draft model's engine steps)
         for req in list(self.running):
             if req.status is not RequestStatus.RUNNING:
                 continue  # retracted earlier in this loop
@@ -129,9 +135,10 @@ class Scheduler:
         """Let each drafter draft for its decoding requests at once (a draft model's batch)."""
         by_drafter: dict[int, tuple[object, list[Request]]] = {}
         for req in self.running:
-            if (req.drafter is not None and req.params.speculative and req.status is RequestStatus.RUNNING
+            drafter = req.draft.drafter if req.draft is not None else None
+            if (drafter is not None and req.params.speculative and req.status is RequestStatus.RUNNING
                     and req.num_pending == 1):
-                preparer = req.drafter.preparer
+                preparer = drafter.preparer
                 by_drafter.setdefault(id(preparer), (preparer, []))[1].append(req)
         for drafter, reqs in by_drafter.values():
             drafter.prepare(reqs)
@@ -139,7 +146,7 @@ class Scheduler:
     def _draft(self, req: Request, budget: int) -> tuple[list[int], str]:
         """Drafted tokens to verify after the request's pending ones this step, and the method that
         drafted them (none without a drafter, or for a request that asked for none)."""
-        drafter = req.drafter
+        drafter = req.draft.drafter if req.draft is not None else None
         if drafter is None or not req.params.speculative:
             return [], ""
         room = req.max_output_len - len(req.output_ids) - 1
@@ -148,9 +155,10 @@ class Scheduler:
 
     @staticmethod
     def _hand_draft(req: Request, spec: list[int], method: str) -> None:
-        """The request verifies `spec` this step; the engine records the verdict under `method`."""
+        """The request verifies `spec` this step; its verdict is counted under `method`."""
         req.spec_ids = spec
-        req.spec_method = method
+        if req.draft is not None:
+            req.draft.method = method
 
     def _append(self, batch: ScheduledBatch, req: Request, n: int, sample: bool | None = None) -> None:
         batch.requests.append(req)

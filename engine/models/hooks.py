@@ -8,11 +8,15 @@ model class inherits, so the engine loop calls these and never probes a model fo
 | `rescores_output`     | a request is built             | say that it compares a finished greedy output  |
 |                       |                                | with that draft (below)                        |
 | `rescored_output`     | a rescored request stops, its  | keep the draft instead of what was decoded     |
-|                       | K/V still its own              | where it scores higher (house-ocr)             |
+|                       | K/V still its own              | where it scores higher (house-ocr); what it    |
+|                       | (engine/spec/rescore.py)       | reads of the request: `FinishedOutput`         |
 | `mtp_layers`          | the engine starts with `mtp`   | hold multi-token-prediction layers and run     |
 |                       |                                | them (`mtp_forward`, GLM-OCR; spec/mtp.py)     |
 | `capture_hidden`      | set by the MTP drafter         | keep the final-norm hidden states of a forward |
 |                       |                                | pass in `captured_hidden`                      |
+
+The hooks see plain values, never the engine's request: a model module imports no part of
+the engine loop.
 """
 from __future__ import annotations
 
@@ -21,8 +25,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.request import Request
+    import torch
+
+    from engine.multimodal.inputs import MultimodalInputs
     from engine.sampler import TokenLogprobs
+
+
+@dataclass(frozen=True, eq=False)
+class FinishedOutput:
+    """What `rescored_output` reads of a request that stopped (built by engine/spec/rescore.py)."""
+
+    prompt_ids: list[int]
+    output_ids: list[int]
+    output_log_probs: list[float]      # log P of each output token as decoded (raw greedy rows)
+    draft_ids: list[int]               # the model's draft of the whole output (`draft_tokens`)
+    kv_slots: torch.Tensor             # its pool slots, prompt then output: still its own
+    multimodal: MultimodalInputs       # its images
+    max_output_len: int
+    num_top_logprobs: int | None       # the request's `logprobs` (None: not asked for)
+    logprobs: list[TokenLogprobs]      # its output tokens' logprobs as decoded (all still pending)
 
 
 @dataclass
@@ -44,7 +65,7 @@ class ModelHooks:
         """A draft of the request's whole output made from its inputs, verified speculatively; None: none."""
         return None
 
-    def rescored_output(self, req: Request, pool, eos_token_ids) -> Rescored | None:
+    def rescored_output(self, out: FinishedOutput, pool, eos_token_ids) -> Rescored | None:
         """For a request built with `rescores_output`, when it stops: None where there is nothing
         to choose (the output is the draft, or the draft cannot be compared), else the verdict."""
         return None

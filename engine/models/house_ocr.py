@@ -46,7 +46,7 @@ from PIL import Image
 from engine.errors import InvalidRequestError
 from engine.forward_batch import ForwardBatch
 from engine.model_config import ModelConfig
-from engine.models.hooks import ModelHooks, Rescored
+from engine.models.hooks import FinishedOutput, ModelHooks, Rescored
 from engine.models.line_encoder import HEIGHT, LineEncoder, frames_for_width, preprocess
 from engine.models.llama import LlamaModel
 from engine.sampler import token_logprobs
@@ -187,31 +187,31 @@ class HouseOcrModel(ModelHooks):
                             draft=w * self._ctc_log_prob(ctc, draft_ids, blank_id) + (1.0 - w) * draft_decoder,
                             draft_log_probs=log_probs)
 
-    def rescored_output(self, req, pool, eos_token_ids) -> Rescored | None:
+    def rescored_output(self, out: FinishedOutput, pool, eos_token_ids) -> Rescored | None:
         """The hook the engine calls when a rescored line stops (engine/models/hooks.py): where the
         greedy output differs from the draft, keep the draft if it scores higher (`rescore`), with
         its tokens' logprobs when the request asks for them. Runs before the request leaves the
         scheduler, while its K/V (the prompt and the output the two share) is still its own."""
-        draft, output = req.draft_ids, req.output_ids
+        draft, output = out.draft_ids, out.output_ids
         eos_positions = [i for i, t in enumerate(draft) if t in eos_token_ids]
-        if output == draft or eos_positions != [len(draft) - 1] or len(draft) > req.max_output_len:
+        if output == draft or eos_positions != [len(draft) - 1] or len(draft) > out.max_output_len:
             return None
         common = 0
         while output[common] == draft[common]:
             common += 1
-        slots = req.kv_slots[:len(req.prompt_ids) + common - 1]
+        slots = out.kv_slots[:len(out.prompt_ids) + common - 1]
         past = [pool.gather(layer, slots) for layer in range(self.config.num_layers)]
-        features = req.multimodal.images[0].pixel_values
-        scores = self.rescore(req.prompt_ids, features, output, req.output_log_probs, draft, common, past)
+        features = out.multimodal.images[0].pixel_values
+        scores = self.rescore(out.prompt_ids, features, output, out.output_log_probs, draft, common, past)
         if not scores.draft > scores.output:
             return Rescored(kept_draft=False)
         logprobs = []
-        if req.params.logprobs is not None:
+        if out.num_top_logprobs is not None:
             # The common start's as decoded (a rescored request's are all still pending), the rest
             # from the rows the draft was just scored with: one token a step would give the same.
-            assert len(req.pending_logprobs) == len(output), (len(req.pending_logprobs), len(output))
-            top_ks = [req.params.logprobs] * (len(draft) - common)
-            logprobs = req.pending_logprobs[:common] + token_logprobs(scores.draft_log_probs, draft[common:], top_ks)
+            assert len(out.logprobs) == len(output), (len(out.logprobs), len(output))
+            top_ks = [out.num_top_logprobs] * (len(draft) - common)
+            logprobs = out.logprobs[:common] + token_logprobs(scores.draft_log_probs, draft[common:], top_ks)
         return Rescored(kept_draft=True, tokens=list(draft), logprobs=logprobs)
 
     def _ctc_log_prob(self, log_probs: torch.Tensor, y: list[int], blank_id: int) -> float:

@@ -1,5 +1,16 @@
 """Speculative decoding: drafters propose tokens, the step's forward pass verifies them.
 
+| module     | owns                                                                       |
+|------------|----------------------------------------------------------------------------|
+| policy     | which drafters an engine has (`build_drafters`) and which one a request    |
+|            | gets (`DraftPolicy.choose`); the hooks the engine loop calls               |
+| state      | `DraftState`: what drafting and rescoring keep on a request                |
+| drafters   | the `Drafter` interface and the drafters below but MTP                     |
+| mtp        | `MtpDrafter`: drafts from the model's multi-token-prediction layers        |
+| verify     | `decide`/`verify`: the tokens each request of a step keeps                 |
+| rescore    | `Rescorer`: house-ocr's rescoring of a finished line against its draft     |
+| flags      | vLLM's and SGLang's command-line spellings onto `EngineConfig`             |
+
 A drafter proposes up to `num_tokens` tokens to follow a request's output so far
 (`propose(req, k)`); the scheduler asks for them when it schedules the request
 (`Scheduler._draft`), the model runner runs them with the request's pending token
@@ -43,12 +54,21 @@ are those of one token a step.
 Each draft is counted in the metrics under the method that made it
 (`Drafter.draft`: a grammar drafter's fallback drafts as n-grams). `flags.py`
 maps vLLM's and SGLang's command-line spellings onto `EngineConfig`.
+
+To add a drafter: a `Drafter` subclass (drafters.py, or a module of its own like mtp.py)
+with a `name` added to engine/metrics.py's SPEC_METHODS, then where `build_drafters` builds
+it and where `DraftPolicy.choose` hands it to a request (policy.py); nothing outside this
+package names a drafter.
 """
 from __future__ import annotations
 
 from engine.spec.drafters import (DraftModelDrafter, Drafter, GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter,
                                   propose_aligned, propose_ngram)
 from engine.spec.mtp import MtpDrafter
+from engine.spec.policy import DraftPolicy, build_drafters, extra_kv_layers
+from engine.spec.rescore import Rescorer
+from engine.spec.state import DraftState
 
-__all__ = ["DraftModelDrafter", "Drafter", "GrammarDrafter", "ModelDrafter", "MtpDrafter", "NgramDrafter",
-           "TextDrafter", "propose_aligned", "propose_ngram"]
+__all__ = ["DraftModelDrafter", "DraftPolicy", "DraftState", "Drafter", "GrammarDrafter", "ModelDrafter", "MtpDrafter",
+           "NgramDrafter", "Rescorer", "TextDrafter", "build_drafters", "extra_kv_layers", "propose_aligned",
+           "propose_ngram"]

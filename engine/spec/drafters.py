@@ -44,18 +44,18 @@ class Drafter(ABC):
 
 
 class ModelDrafter(Drafter):
-    """The model's own draft of the whole output (`Request.draft_ids`): today only house-ocr's
+    """The model's own draft of the whole output (`DraftState.model_ids`): today only house-ocr's
     CTC reading of its line, hence the method's name."""
 
     name = "ctc"
 
     def propose(self, req: Request, k: int) -> list[int]:
-        return propose_aligned(req.draft_ids, req.output_ids, k)
+        return propose_aligned(req.draft.model_ids, req.output_ids, k)
 
 
 class TextDrafter(Drafter):
     """The client's draft of the whole output (`SamplingParams.draft_text`, tokenised into
-    `Request.text_draft_ids`): a PDF text layer's line, which the model verifies instead of the
+    `DraftState.text_ids`): a PDF text layer's line, which the model verifies instead of the
     pipeline trusting it (`text_layer="verify"`). Where the model has a draft of its own too
     (house-ocr's CTC reading), the one the output so far agrees with word for word drafts, the
     client's first; past a place where the output left both (a misread, a ligature the layer
@@ -67,9 +67,10 @@ class TextDrafter(Drafter):
         return self.draft(req, k)[0]
 
     def draft(self, req: Request, k: int) -> tuple[list[int], str]:
-        text = aligned(req.text_draft_ids, req.output_ids)
-        own = aligned(req.draft_ids, req.output_ids) if req.draft_ids else None
-        ranked = [(text, req.text_draft_ids, self.name), (own, req.draft_ids, ModelDrafter.name)]
+        state = req.draft
+        text = aligned(state.text_ids, req.output_ids)
+        own = aligned(state.model_ids, req.output_ids) if state.model_ids else None
+        ranked = [(text, state.text_ids, self.name), (own, state.model_ids, ModelDrafter.name)]
         for exact in (True, False):
             for found, draft, method in ranked:
                 if found is not None and found[1] is exact and found[0] < len(draft):

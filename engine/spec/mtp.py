@@ -5,7 +5,8 @@ An MTP layer at position p reads the model's final-norm hidden state at p and th
 at p + 1, keeps its own K/V (one more layer of the KV pool, in the request's own slots),
 and predicts the token at p + 2. So it runs where the model's hidden states are: in the
 step that computed them, after the tokens are chosen and before they are applied
-(`Drafter.after_step`, from `Engine.step`), which is when every row's next token is known:
+(`Drafter.after_step`, from `Engine.step` through `DraftPolicy.after_step`), which is
+when every row's next token is known:
 
 1. catch-up: over the positions the step computed and keeps (a prefill chunk's, or the
    pending token and the drafted tokens the model accepted), with the token after each
@@ -18,7 +19,7 @@ step that computed them, after the tokens are chosen and before they are applied
    `--speculative-num-steps` times. Its K/V goes to scratch slots of the request's,
    freed at once: the next step's catch-up writes those positions properly.
 
-The drafts are held on the request (`Request.held_draft`) for the scheduler's next
+The drafts are held on the request (`DraftState.held`) for the scheduler's next
 `propose`; they are greedy (argmax of the MTP head), one chain, and verified like any
 other (engine/spec/verify.py), so the output is the model's own, drafts or none.
 
@@ -64,7 +65,7 @@ class MtpDrafter(Drafter):
         model.capture_hidden = True
 
     def propose(self, req: Request, k: int) -> list[int]:
-        held, req.held_draft = req.held_draft, None
+        held, req.draft.held = req.draft.held, None
         if held is None or held[0] != len(req.output_ids):
             return []
         return held[1][:k]
@@ -78,8 +79,8 @@ class MtpDrafter(Drafter):
         each."""
         rows, first_row = [], 0
         for req, n, start, verdict in zip(scheduled.requests, scheduled.extend_lens, starts, verdicts):
-            if (req.drafter is not None and req.drafter.preparer is self and req.params.speculative
-                    and not req.finished):
+            drafter = req.draft.drafter if req.draft is not None else None
+            if drafter is not None and drafter.preparer is self and req.params.speculative and not req.finished:
                 pending = n - len(req.spec_ids)
                 if verdict is None:    # a prefill chunk: the prompt holds every next token
                     next_tokens, new = req.token_ids(start + 1, start + n + 1), 0
@@ -110,7 +111,7 @@ class MtpDrafter(Drafter):
         last = h[batch.logits_indices.to(h.device)]
         self._chain(drafting, drafts, last)
         for r, draft in zip(drafting, drafts):
-            r.req.held_draft = (len(r.req.output_ids) + r.new_tokens, draft)
+            r.req.draft.held = (len(r.req.output_ids) + r.new_tokens, draft)
 
     def _chain(self, rows: list[StepRows], drafts: list[list[int]], last: torch.Tensor) -> None:
         """Extend each draft by one MTP step at a time, on scratch K/V slots of the request's."""

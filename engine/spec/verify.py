@@ -80,7 +80,8 @@ def decide(scheduled: ScheduledBatch, logits: torch.Tensor, sampler: Sampler) ->
         from engine.grammar import apply_grammar
 
         apply_grammar(rows, grammar_states)
-    rescored = [k for k, r in enumerate(reqs) if r.rescore]   # raw rows: greedy, no penalties
+    # rescored requests' raw rows (greedy, no penalties): house-ocr's rescoring (rescore.py) weighs them
+    rescored = [k for k, r in enumerate(reqs) if r.draft is not None and r.draft.rescore]
     log_probs = rows[rescored].float().log_softmax(-1) if rescored else None
     token_ids, logprobs = sampler.sample(rows, [r.sampler_state for r in reqs])
     for i, token, lp in zip(plain, token_ids, logprobs):
@@ -103,7 +104,7 @@ def verify(req: Request, logits: torch.Tensor, sampler: Sampler) -> Verdict:
         if j == len(draft) or token != draft[j]:
             break
     verdict = Verdict(tokens, [None] * len(tokens))
-    if req.rescore or req.params.logprobs is not None:
+    if (req.draft is not None and req.draft.rescore) or req.params.logprobs is not None:
         rows = logits[:len(tokens)].float().log_softmax(-1)                 # [kept + 1, vocab]
         computed = token_logprobs(rows, tokens, [req.params.logprobs or 0] * len(tokens))
         verdict.rescore_log_probs = [lp.logprob for lp in computed]

@@ -83,6 +83,16 @@ def prompt(engine: Engine) -> str:
         add_generation_prompt=True, tokenize=False)
 
 
+def model_draft(req) -> list[int] | None:
+    """The model's own draft of the request's output (engine/spec/state.py), or None."""
+    return req.draft.model_ids if req.draft is not None else None
+
+
+def rescored(req) -> bool:
+    """Whether the model may replace the request's finished output with its draft."""
+    return req.draft is not None and req.draft.rescore
+
+
 def greedy() -> SamplingParams:
     return SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS)
 
@@ -162,7 +172,7 @@ def test_a_right_draft_is_verified_with_the_prompt_in_one_step(crops, reference_
     for attempt in ("first", "cached"):
         for crop, expected in zip(crops, reference_outputs):
             req = engine.add_request(prompt(engine), greedy(), images=[png(crop)])
-            draft_is_right = req.draft_ids == expected
+            draft_is_right = req.draft.model_ids == expected
             steps = 0
             while engine.has_work:
                 engine.step()
@@ -170,7 +180,7 @@ def test_a_right_draft_is_verified_with_the_prompt_in_one_step(crops, reference_
             assert req.output_ids == expected, attempt
             if draft_is_right:
                 right += 1
-                assert steps == 1 and req.num_draft_accepted == len(expected), attempt
+                assert steps == 1 and req.draft.num_accepted == len(expected), attempt
             if attempt == "cached":
                 assert req.num_cached_tokens > 0
     assert right >= 4
@@ -182,10 +192,10 @@ def test_wrong_drafts_change_nothing_and_their_kv_is_given_back(crops, reference
     requests = []
     for i, crop in enumerate(crops[:4]):
         req = engine.make_request(prompt(engine), greedy(), images=[png(crop)])
-        good = req.draft_ids
+        good = req.draft.model_ids
         assert good is not None and good[-1] == charset.EOS_ID
         # garbage, the right reading shifted by one, a draft that ends too early, none at all
-        req.draft_ids = [[charset.TOKEN_ID["x"]] * 40, good[1:], good[:3] + [charset.EOS_ID], []][i]
+        req.draft.model_ids = [[charset.TOKEN_ID["x"]] * 40, good[1:], good[:3] + [charset.EOS_ID], []][i]
         requests.append(engine.add_request(req, greedy()))
     while engine.has_work:
         engine.step()
@@ -196,13 +206,13 @@ def test_wrong_drafts_change_nothing_and_their_kv_is_given_back(crops, reference
 
 def test_only_plain_greedy_requests_get_a_draft(engine, crops):
     image = [png(crops[0])]
-    assert engine.make_request(prompt(engine), greedy(), images=image).draft_ids
+    assert model_draft(engine.make_request(prompt(engine), greedy(), images=image))
     for logprobs in (0, 3):   # logprobs are computed for verified tokens too (test_house_ocr_logprobs.py)
         params = SamplingParams(temperature=0, max_tokens=8, logprobs=logprobs)
-        assert engine.make_request(prompt(engine), params, images=image).draft_ids
+        assert model_draft(engine.make_request(prompt(engine), params, images=image))
     for params in (SamplingParams(temperature=0.7, max_tokens=8), SamplingParams(temperature=0, max_tokens=8,
                    repetition_penalty=1.2)):
-        assert engine.make_request(prompt(engine), params, images=image).draft_ids is None
+        assert model_draft(engine.make_request(prompt(engine), params, images=image)) is None
 
 
 def test_speculative_decoding_under_retraction_matches_the_reference(crops, reference_outputs):
@@ -327,7 +337,7 @@ def test_a_rescored_request_hands_back_nothing_until_it_finishes():
     rescoring = Engine(EngineConfig(model="house-ocr", kv_tokens=8192, debug=True))
     crop = render("Grand total due: $1,284.50", "DejaVuSerif.ttf", 22)
     req = rescoring.add_request(prompt(rescoring), greedy(), images=[png(crop)])
-    assert req.rescore
+    assert rescored(req)
     seen = []
     while rescoring.has_work:
         seen += [o for o in rescoring.step() if o.request_id == req.request_id]
@@ -335,7 +345,7 @@ def test_a_rescored_request_hands_back_nothing_until_it_finishes():
     # stop conditions of the request's own, or sampling, keep the output streaming and unrescored
     for params in (SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS, stop=["$"]),
                    SamplingParams(temperature=0.7, max_tokens=MAX_TOKENS)):
-        assert not rescoring.make_request(prompt(rescoring), params, images=[png(crop)]).rescore
+        assert not rescored(rescoring.make_request(prompt(rescoring), params, images=[png(crop)]))
 
 
 def test_ctc_rescoring_under_retraction_matches_the_reference(reference):

@@ -89,11 +89,11 @@ def test_verified_tokens_report_the_logprobs_of_one_token_a_step_decoding():
         plain_requests, plain_outputs, expected = run(plain, crops, params)
         assert [o.token_ids for o in outputs] == [o.token_ids for o in bare] == [o.token_ids for o in plain_outputs]
         # asking for logprobs changes nothing in how drafts are proposed and accepted
-        assert [(r.num_draft_proposed, r.num_draft_accepted) for r in requests] == [
-            (r.num_draft_proposed, r.num_draft_accepted) for r in bare_requests]
+        assert [(r.draft.num_proposed, r.draft.num_accepted) for r in requests] == [
+            (r.draft.num_proposed, r.draft.num_accepted) for r in bare_requests]
         # most lines are read whole from their drafts: their logprobs all come from verification
-        assert sum(r.num_draft_accepted == len(o.token_ids) for r, o in zip(requests, outputs)) >= 4
-        assert all(r.num_draft_proposed == 0 for r in plain_requests)
+        assert sum(r.draft.num_accepted == len(o.token_ids) for r, o in zip(requests, outputs)) >= 4
+        assert all(r.draft is None for r in plain_requests)   # no drafter, no draft state: nothing proposed
         for output, got, want in zip(outputs, logprobs, expected):
             assert len(got) == len(output.token_ids) and all(len(item.top) == top for item in got)
             assert_same_logprobs(got, want)
@@ -116,7 +116,7 @@ def test_a_kept_draft_reports_its_own_tokens_decoder_logprobs(reference):
     assert bare_chosen == len(kept)
     for top in (0, 3):
         requests, outputs, logprobs = run(engine, crops, SamplingParams(temperature=0, max_tokens=256, logprobs=top))
-        assert all(r.rescore for r in requests)
+        assert all(r.draft.rescore for r in requests)
         assert [o.token_ids for o in outputs] == [o.token_ids for o in bare] == expected
         for ids, got, f in zip(expected, logprobs, features):
             rows = reference_log_probs(reference, f, ids)                                   # [len(ids), vocab]

@@ -58,7 +58,7 @@ def test_self_drafting_keeps_every_draft_and_the_output(undrafted, smollm2_path)
         assert registry.get_sample_value("ocrserve_spec_accepted_tokens_by_method_total",
                                          label) == engine.num_accepted_draft_tokens
         engine.pool.check_invariants()
-        engine.draft_engine.pool.check_invariants()
+        engine.drafts.draft_engine.pool.check_invariants()
     finally:
         engine.close()
 
@@ -89,13 +89,13 @@ def test_a_step_drafts_for_its_requests_in_one_batch(undrafted, smollm2_path):
                                  draft_kv_tokens=4096))
     try:
         draft_steps = []
-        drafter = engine.text_drafter
+        drafter = engine.drafts.text_drafter
         real_prepare = drafter.prepare
 
         def counting_prepare(reqs):
-            before = engine.draft_engine.num_steps
+            before = engine.drafts.draft_engine.num_steps
             real_prepare(reqs)
-            draft_steps.append((len(reqs), engine.draft_engine.num_steps - before))
+            draft_steps.append((len(reqs), engine.drafts.draft_engine.num_steps - before))
 
         drafter.prepare = counting_prepare
         assert [o.token_ids for o in engine.generate(prompts, params)] == want

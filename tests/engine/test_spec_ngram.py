@@ -143,9 +143,9 @@ def test_every_request_takes_ngram_drafts_and_a_grammar_one_its_forced_text(engi
                    SamplingParams(temperature=0.8, seed=3, max_tokens=8),
                    SamplingParams(temperature=0, repetition_penalty=1.2, max_tokens=8),
                    SamplingParams(temperature=0, max_tokens=8, logprobs=1, grammar=GrammarSpec(regex="[A-Z]+"))):
-        expected = drafted.text_drafter if params.grammar is None else drafted.grammar_drafter
-        assert drafted.make_request(prompt, params).drafter is expected
-    assert plain.make_request(prompt, SamplingParams(temperature=0, max_tokens=8)).drafter is None
+        expected = drafted.drafts.text_drafter if params.grammar is None else drafted.drafts.grammar_drafter
+        assert drafted.make_request(prompt, params).draft.drafter is expected
+    assert plain.make_request(prompt, SamplingParams(temperature=0, max_tokens=8)).draft is None   # no drafter
 
 
 def test_seeded_sampled_requests_with_drafts_equal_the_undrafted_engine(engines):
@@ -174,10 +174,10 @@ def test_grammar_requests_draft_the_forced_text_first(engines):
     prompt = chat(drafted.tokenizer, "Extract: " + TEXT)
     req = drafted.make_request(prompt, SamplingParams(temperature=0, max_tokens=8,
                                                       grammar=GrammarSpec(json_schema=json.dumps(SCHEMA))))
-    assert req.drafter is drafted.grammar_drafter
+    assert req.draft.drafter is drafted.drafts.grammar_drafter
     forced = req.grammar_state.jump_forward_string()
     assert forced.startswith('{') and '"invoice_number"' in forced
-    draft = req.drafter.propose(req, 12)
+    draft = req.draft.drafter.propose(req, 12)
     assert drafted.tokenizer.decode(draft) == forced[:len(drafted.tokenizer.decode(draft))] and draft
 
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from engine.request import Request
 from engine.sampling_params import SamplingParams
-from engine.spec import GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter
+from engine.spec import DraftState, GrammarDrafter, ModelDrafter, NgramDrafter, TextDrafter
 
 
 def _request(draft: list[int], output: list[int], text: list[int] | None = None) -> Request:
-    req = Request("r", 0, [1, 2, 3], SamplingParams(temperature=0.0), None, None, 64, draft_ids=list(draft),
-                  text_draft_ids=text)
+    req = Request("r", 0, [1, 2, 3], SamplingParams(temperature=0.0), None, None, 64,
+                  draft=DraftState(model_ids=list(draft), text_ids=text))
     req.output_ids = list(output)
     return req
 
