@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from workers.data_dir import make_private_dirs
+
 logger = logging.getLogger("ocrserve.app")
 
 ANONYMOUS = "anonymous"
@@ -106,7 +108,7 @@ def remove_key(path: Path, name: str) -> bool:
 def write_keys_file(path: Path, entries: list[ApiKeyEntry]) -> None:
     """Replace the file whole, owner-only: a reader sees the old list or the new one, never a
     truncated file in between (which a keyed API would read as "no keys")."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -129,7 +131,7 @@ def write_keys_file(path: Path, entries: list[ApiKeyEntry]) -> None:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Serialise `keys add`/`remove` runs, so two at once cannot lose each other's change."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)   # 0700 whatever the umask: it holds the keys
     fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from workers.data_dir import open_private_log
 from workers.settings import Settings
 
 ENGINE_READY = re.compile(r"ocrserve engine ready on (http://\S+) model=(\S+)")
@@ -39,7 +40,7 @@ class ManagedProcess:
         from engine.server.parent_watch import parent_env   # stdlib only; engine/ is imported lazily here
 
         self.name = name
-        self.log_file = open(log_path, "ab") if log_path is not None else None   # noqa: SIM115
+        self.log_file = open_private_log(log_path) if log_path is not None else None
         stderr = self.log_file if self.log_file is not None else subprocess.DEVNULL
         # Its own session (a terminal's Ctrl-C reaches only us; `stop` ends it in order), told to end
         # with this process should we be killed outright (engine/server/parent_watch.py).

@@ -22,7 +22,7 @@ from __future__ import annotations
 from celery import Celery
 
 from workers import embedded_broker
-from workers.data_dir import DataDir
+from workers.data_dir import DataDir, private_file
 from workers.settings import Settings
 
 QUEUE = "ocrserve"
@@ -37,6 +37,9 @@ def build_celery_app(settings: Settings, include_tasks: bool = False) -> Celery:
     data_dir = DataDir(settings.data_dir).ensure()
     if settings.uses_embedded_broker:
         embedded_broker.register()
+        # Created owner-only before SQLite first opens them: it would make them by the umask (0644).
+        private_file(data_dir.broker_path)
+        private_file(data_dir.result_backend_path)
         broker = f"{embedded_broker.SCHEME}+sqlite:///{data_dir.broker_path}"
         backend = f"db+sqlite:///{data_dir.result_backend_path}"
         transport_options: dict[str, object] = {}

@@ -17,7 +17,8 @@ Everything here is the owner's alone, whatever the umask: the job store holds
 all recognised text. `ensure` makes the directories 0700 (the root included,
 so files other code writes inside stay unreachable) and the job store 0600
 before SQLite first opens it (SQLite gives its -wal and -shm files the
-database's mode); `write_atomically` writes 0600 files into 0700 directories
+database's mode; `workers.celery_app` does the same for the embedded broker's
+two files, and `open_private_log` for the children's logs); `write_atomically` writes 0600 files into 0700 directories
 and fsyncs the directory after the rename, so a crash cannot lose the rename.
 """
 from __future__ import annotations
@@ -159,15 +160,27 @@ def make_private_dirs(folder: Path) -> None:
 def private_file(path: Path) -> None:
     """Create `path` empty with mode 0600, or make an existing one (and SQLite's side files) 0600.
     An empty file is an empty SQLite database, so a store created here opens as new."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
+    os.close(_open_private(path, os.O_WRONLY))
     for suffix in SQLITE_SIDE_FILES:
         side = path.with_name(path.name + suffix)
         if side.exists():
             os.chmod(side, FILE_MODE)
+
+
+def open_private_log(path: Path) -> BinaryIO:
+    """`path` opened for appending, created 0600 (an existing one made 0600): a child's log."""
+    return os.fdopen(_open_private(path, os.O_WRONLY | os.O_APPEND), "ab")
+
+
+def _open_private(path: Path, flags: int) -> int:
+    """A file descriptor of `path`, created with mode 0600 (never wider, whatever the umask) or made 0600."""
+    fd = os.open(path, flags | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def fsync_dir(folder: Path) -> None:
