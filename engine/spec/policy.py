@@ -120,6 +120,10 @@ def _draft_encoder(detok_tokenizer) -> Callable[[str], Sequence[int]]:
 
 
 class DraftPolicy:
+    """The drafters of one engine and the hooks its loop calls. Fixed once built: `new_state`
+    and `choose` read nothing that changes, so request-building threads may call them; the
+    step hooks and the counts belong to the engine thread."""
+
     def __init__(self, model, tokenizer, eos_ids: Sequence[int], model_drafter: ModelDrafter | None,
                  client_drafter: TextDrafter | None, text_drafter: Drafter | None,
                  grammar_drafter: GrammarDrafter | None, draft_engine, rescorer: Rescorer | None, metrics=None):
@@ -145,7 +149,7 @@ class DraftPolicy:
         """What speculative decoding keeps on a new request; None: it neither drafts nor is rescored."""
         rescore = self.rescorer is not None and self.rescorer.wants(params)
         model_ids = None
-        if (multimodal is not None and (self.model_drafter is not None or rescore) and params.allows_draft):
+        if multimodal is not None and (self.model_drafter is not None or rescore) and params.allows_draft:
             model_ids = self.model.draft_tokens(multimodal)
         drafter, text_ids = self.choose(params, model_ids)
         rescore = rescore and model_ids is not None
