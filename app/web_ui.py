@@ -11,9 +11,16 @@ Content-Security-Policy that allows only this origin's scripts and styles (and
 blob: images, which is how the page shows images fetched with the key), so
 result text a document smuggles in cannot run even if some code path forgot to
 escape it, plus the other headers in SECURITY_HEADERS.
+
+The page's third-party libraries (markdown-it, DOMPurify, KaTeX with its fonts) are
+served from `node_modules/`, where scripts/setup.sh installs the versions that
+package-lock.json pins (`npm ci`), under `/web/vendor/NAME/`: only the folders named
+in VENDOR_DIRS, never node_modules as a whole. Without them the page still works;
+its Markdown view says what is missing.
 """
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -23,9 +30,20 @@ from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
 
 WEB_DIR = Path(__file__).resolve().parents[1] / "web"
+NODE_MODULES = WEB_DIR.parent / "node_modules"
 ASSETS_PREFIX = "/web"
+VENDOR_PREFIX = ASSETS_PREFIX + "/vendor"
+# /web/vendor/NAME/... -> the folder of node_modules that holds the library's browser build.
+VENDOR_DIRS = {
+    "markdown-it": "markdown-it/dist/browser",   # markdown-it.esm.min.mjs: one ES module, no imports
+    "dompurify": "dompurify/dist",                # purify.es.mjs
+    "katex": "katex/dist",                        # katex.mjs, katex.min.css and fonts/
+}
+# KaTeX's style sheet loads its fonts from this origin (font-src); it draws formulas into the DOM
+# through element.style, which style-src does not govern, so no inline style is allowed.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
-                           "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+                           "font-src 'self'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; "
+                           "base-uri 'none'")
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -34,7 +52,11 @@ SECURITY_HEADERS = {
 }
 
 
-def mount_web_ui(app: FastAPI, web_dir: Path = WEB_DIR) -> None:
+# Module scripts are refused unless served as JavaScript; not every system's table knows .mjs.
+mimetypes.add_type("text/javascript", ".mjs")
+
+
+def mount_web_ui(app: FastAPI, web_dir: Path = WEB_DIR, node_modules: Path = NODE_MODULES) -> None:
     index = web_dir / "index.html"
     assert index.is_file(), f"the web UI is missing: {index}"
 
@@ -42,6 +64,11 @@ def mount_web_ui(app: FastAPI, web_dir: Path = WEB_DIR) -> None:
     def web_index() -> FileResponse:
         return FileResponse(index, media_type="text/html; charset=utf-8")
 
+    # Before /web: the first mount whose prefix matches answers. A library not installed is not
+    # mounted, so its files answer 404 from /web.
+    for name, folder in VENDOR_DIRS.items():
+        if (node_modules / folder).is_dir():
+            app.mount(f"{VENDOR_PREFIX}/{name}", StaticFiles(directory=node_modules / folder), name=f"web-vendor-{name}")
     app.mount(ASSETS_PREFIX, StaticFiles(directory=web_dir), name="web")
     app.add_middleware(PageSecurityHeaders)
 

@@ -15,6 +15,8 @@ APT_PACKAGES+=(fonts-dejavu-extra fonts-liberation2 fonts-freefont-ttf fonts-urw
                fonts-crosextra-caladea fonts-go fonts-hack fonts-inconsolata fonts-cantarell fonts-texgyre)
 APT_PACKAGES+=(fonts-linuxlibertine fonts-open-sans fonts-roboto-unhinted fonts-courier-prime fonts-noto-mono
                fonts-ebgaramond fonts-lato)
+# npm installs the web page's libraries below; Debian's package only where there is none.
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 if command -v apt-get >/dev/null 2>&1; then
     missing=()
     for p in "${APT_PACKAGES[@]}"; do
@@ -25,6 +27,15 @@ if command -v apt-get >/dev/null 2>&1; then
         $SUDO apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
     fi
+fi
+
+# The web page's libraries (markdown-it, DOMPurify, KaTeX) and axe-core for its browser tests, at
+# the versions package-lock.json pins, into node_modules (git-ignored; app/web_ui.py serves the
+# page's under /web/vendor/). npm ci runs again only when the lock file changed since.
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat node_modules/.installed-lock.sha256 2>/dev/null)" != "$lock_sum" ]; then
+    npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+    echo "$lock_sum" > node_modules/.installed-lock.sha256
 fi
 
 PY=${PYTHON:-python3}
