@@ -10,9 +10,10 @@ rescoring of its own.
 | client_drafter  | speculative_tokens > 0              | it gives `draft_text` (any request) |
 | model_drafter   | speculative_tokens > 0              | else: the model drafted its whole   |
 |                 |                                     | output (house-ocr, plain greedy)    |
-| text_drafter    | speculative_algorithm ngram (n-grams),| else, without a grammar           |
-|                 | draft_model (a model on an engine   |                                     |
-|                 | of its own: `draft_engine`), mtp    |                                     |
+| text_drafter    | speculative_algorithm ngram         | else, without a grammar             |
+|                 | (n-grams), draft_model (a model on  |                                     |
+|                 | an engine of its own:               |                                     |
+|                 | `draft_engine`) or mtp              |                                     |
 | grammar_drafter | with a text drafter (its fallback)  | else, with a grammar                |
 
 A request rescored by the model (house-ocr's CTC rescoring, rescore.py) needs the model's
