@@ -25,6 +25,13 @@ function applyProps(node, props, children) {
   return node;
 }
 
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+// For the few places that write HTML text (markdown-it's renderer rules): text as text.
+export function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
+}
+
 export function byId(id) {
   const node = document.getElementById(id);
   if (!node) throw new Error(`the page has no #${id}`);

@@ -158,7 +158,7 @@ export class JobsPanel {
     parts.created.dateTime = job.created_at;
     parts.created.textContent = formatTime(job.created_at);
     parts.open.hidden = job.state !== "done";
-    parts.open.setAttribute("aria-label", `Open the result of ${name}`);
+    parts.open.setAttribute("aria-label", `Open result of ${name}`);
     parts.cancel.hidden = !ACTIVE_STATES.has(job.state);
     parts.cancel.setAttribute("aria-label", `Cancel ${name}`);
     parts.remove.hidden = ACTIVE_STATES.has(job.state);

@@ -1,11 +1,14 @@
 // Drawing one page of a result: the page image with its regions over it (an
 // SVG whose viewBox is the page's pixel size, so boxes in page pixels land on
-// the image at any display size), the regions' text in reading order, and a
-// legend. Everything is built from elements and text, never from HTML strings.
-// Region elements carry data-region (their index on the page), which is how
-// the result view links a box to its text.
+// the image at any display size), a note on the page and a legend. Lines the
+// recogniser flagged low are outlined inside their region; furniture (running
+// headers and footers) is drawn muted. Everything is built from elements and
+// text, never from HTML strings. Region elements carry data-region (their index
+// on the page), which is how the result view links a box to its text
+// (region_list.js), and data-needs-look when trust.js says a person should look.
 
 import { el, plural, svgEl } from "./dom.js";
+import { isFurniture, regionTrust } from "./trust.js";
 
 export const STATUS_NOTES = { fallback: "from the PDF text layer", failed: "not read" };
 
@@ -15,6 +18,11 @@ export function drawPageNote(node, page) {
   const parts = [plural(regions.length, "region")];
   if (count("fallback")) parts.push(`${count("fallback")} from the PDF text layer`);
   if (count("failed")) parts.push(`${count("failed")} not read`);
+  const trusts = regions.map(regionTrust);
+  const lowLines = trusts.reduce((sum, trust) => sum + trust.lowLines, 0);
+  if (lowLines) parts.push(plural(lowLines, "low-confidence line"));
+  const differs = regions.filter((region) => region.text_layer_check === "differs").length;
+  if (differs) parts.push(`${differs} differ${differs === 1 ? "s" : ""} from the text layer`);
   let note = parts.join(" · ");
   if (page.state !== "done") note = `This page ${page.state === "failed" ? "failed" : `is ${page.state}`}` +
                                     `${page.reason ? `: ${page.reason}` : "."} ${note}`;
@@ -44,14 +52,24 @@ export function drawPage(canvas, page, imageUrl) {
   const fontSize = Math.max(12, Math.round(width / 40));
   const regions = page.regions.map((region, index) => {
     const [x0, y0, x1, y1] = region.bbox;
+    const trust = regionTrust(region);
     const label = `Region ${region.reading_index + 1}: ${region.label}` +
-                  (STATUS_NOTES[region.status] ? `, ${STATUS_NOTES[region.status]}` : "");
-    return svgEl("g", { class: `region label-${safeClass(region.label)} status-${safeClass(region.status)}`,
-                        "data-region": index, tabindex: 0, role: "button", "aria-label": label,
-                        "aria-pressed": "false" },
+                  (isFurniture(region) ? ` (${region.role})` : "") +
+                  (STATUS_NOTES[region.status] ? `, ${STATUS_NOTES[region.status]}` : "") +
+                  (trust.lowLines ? `, ${plural(trust.lowLines, "low-confidence line")}` : "");
+    const lowBoxes = (region.lines || []).filter((line) => line.low_confidence && line.bbox).map((line) => {
+      const [lx0, ly0, lx1, ly1] = line.bbox;
+      return svgEl("rect", { x: lx0, y: ly0, width: Math.max(1, lx1 - lx0), height: Math.max(1, ly1 - ly0),
+                             class: "low-line-box" });
+    });
+    return svgEl("g", { class: `region label-${safeClass(region.label)} status-${safeClass(region.status)}` +
+                               (isFurniture(region) ? " furniture" : ""),
+                        "data-region": index, "data-needs-look": trust.needsLook ? "true" : null, tabindex: 0,
+                        role: "button", "aria-label": label, "aria-pressed": "false" },
       svgEl("title", { text: region.reason ? `${label}. ${region.reason}` : label }),
       svgEl("rect", { x: x0, y: y0, width: Math.max(1, x1 - x0), height: Math.max(1, y1 - y0),
                       class: "region-box" }),
+      ...lowBoxes,
       svgEl("text", { x: x0 + fontSize * 0.2, y: y0 - fontSize * 0.25 < fontSize ? y0 + fontSize : y0 - fontSize * 0.25,
                       class: "region-tag", "font-size": fontSize, "aria-hidden": "true",
                       text: String(region.reading_index + 1) }));
@@ -59,40 +77,20 @@ export function drawPage(canvas, page, imageUrl) {
   canvas.replaceChildren(defs, background, ...regions);
 }
 
-export function listRegions(list, page) {
-  const items = (page.regions || []).map((region, index) => {
-    const text = region.text || "";
-    const body = region.task === "skip" && !text
-      ? el("p", { class: "region-text muted", text: "A figure: no text to read." })
-      : el("p", { class: "region-text", text: text || "(no text)" });
-    return el("li", { class: `region-item label-${safeClass(region.label)} status-${safeClass(region.status)}`,
-                      "data-region": index, tabindex: 0, role: "button", "aria-pressed": "false" },
-      el("div", { class: "region-meta" },
-        el("span", { class: "region-number", text: String(region.reading_index + 1) }),
-        el("span", { class: `label-tag label-${safeClass(region.label)}`, text: region.label.replace(/_/g, " ") }),
-        region.role !== "body" && region.role !== region.label
-          ? el("span", { class: "role-tag", text: region.role }) : null,
-        STATUS_NOTES[region.status]
-          ? el("span", { class: `status-tag status-${safeClass(region.status)}`, text: STATUS_NOTES[region.status] })
-          : null),
-      body,
-      region.reason ? el("p", { class: "region-reason", text: region.reason }) : null);
-  });
-  list.replaceChildren(...items);
-  return items.length;
-}
-
 export function drawLegend(legend, page) {
   const labels = [...new Set((page.regions || []).map((region) => region.label))].sort();
   const statuses = [...new Set((page.regions || []).map((region) => region.status))].filter((s) => STATUS_NOTES[s]);
+  const lowLines = (page.regions || []).some((region) => regionTrust(region).lowLines);
+  const lowLineKey = el("li", {}, el("span", { class: "swatch low-line", "aria-hidden": "true" }), "low-confidence line");
   legend.replaceChildren(
     ...labels.map((label) => el("li", {}, el("span", { class: `swatch label-${safeClass(label)}`, "aria-hidden": "true" }),
                                 label.replace(/_/g, " "))),
     ...statuses.map((status) => el("li", {}, el("span", { class: `swatch status-${status}`, "aria-hidden": "true" }),
-                                   STATUS_NOTES[status])));
+                                   STATUS_NOTES[status])),
+    ...(lowLines ? [lowLineKey] : []));
 }
 
 // Labels and statuses come from the service; only known-safe characters reach a class name.
-function safeClass(value) {
+export function safeClass(value) {
   return String(value).replace(/[^a-z0-9_-]/gi, "_");
 }

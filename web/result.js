@@ -1,12 +1,16 @@
-// The result view: one job's result, page by page (drawn by page_drawing.js),
-// with a region on the page and its text linked both ways, page navigation,
-// a Markdown preview, the extracted fields when the job had a schema, and
+// The result view: one job's result, page by page (drawn by page_drawing.js,
+// its text by region_list.js), with a region on the page and its text linked
+// both ways, a filter down to what needs a person's look, page navigation, the
+// Markdown view (built from the result JSON by result_markdown.js, rendered by
+// markdown_view.js), the extracted fields when the job had a schema, and
 // downloads. Every image and file is fetched with the key and shown from a
 // blob: URL, since a plain src or href cannot carry the Authorization header.
 
-import { byId, el, saveBlob, showMessage } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
-import { drawLegend, drawPage, drawPageNote, listRegions } from "./page_drawing.js";
+import { byId, el, plural, saveBlob, showMessage } from "./dom.js";
+import { loadRenderer } from "./markdown_view.js";
+import { drawLegend, drawPage, drawPageNote } from "./page_drawing.js";
+import { listRegions } from "./region_list.js";
+import { pageParts } from "./result_markdown.js";
 
 const DOWNLOADS = [["md", "Markdown"], ["json", "JSON"], ["txt", "Text"], ["pdf", "Searchable PDF"]];
 
@@ -21,6 +25,7 @@ export class ResultView {
     this.regionList = byId("region-list");
     this.pageSelect = byId("page-select");
     this.docSelect = byId("doc-select");
+    this.needsLookOnly = byId("needs-look-only");
     this.imageUrls = new Map();   // "file/page" -> object URL of the fetched page image
     this.token = 0;               // bumped on every navigation; late answers for older ones are dropped
     this.bindEvents();
@@ -31,24 +36,36 @@ export class ResultView {
     byId("prev-page").addEventListener("click", () => this.step(-1));
     byId("next-page").addEventListener("click", () => this.step(1));
     this.pageSelect.addEventListener("change", () => this.showPage(this.docIndex, Number(this.pageSelect.value)));
-    this.docSelect.addEventListener("change", () => this.showPage(Number(this.docSelect.value), 0));
+    this.docSelect.addEventListener("change", () => {
+      this.showPage(Number(this.docSelect.value), 0);
+      if (!byId("markdown-panel").hidden) this.loadMarkdown();
+    });
+    this.needsLookOnly.addEventListener("change", () => this.applyFilter());
     for (const tab of this.section.querySelectorAll("[role=tab]")) {
       tab.addEventListener("click", () => this.showTab(tab.dataset.tab));
     }
     // On the document, not the section: a page button that just went disabled drops focus to <body>.
     document.addEventListener("keydown", (event) => this.onKey(event));
-    const activate = (event, handler) => {
-      const target = event.target.closest("[data-region]");
-      if (target) handler(Number(target.dataset.region), target);
-    };
-    for (const container of [this.canvas, this.regionList]) {
-      container.addEventListener("click", (event) => activate(event, (index, target) => this.select(index, target)));
-      container.addEventListener("keydown", (event) => {
-        if (event.key !== "Enter" && event.key !== " ") return;
-        event.preventDefault();
-        activate(event, (index, target) => this.select(index, target));
-      });
-    }
+    const regionOf = (event) => event.target.closest("[data-region]");
+    this.canvas.addEventListener("click", (event) => {
+      const box = regionOf(event);
+      if (box) this.select(Number(box.dataset.region), box);
+    });
+    // A box on the page is an SVG group with role=button: Enter and Space are ours to handle.
+    this.canvas.addEventListener("keydown", (event) => {
+      const box = regionOf(event);
+      if (!box || (event.key !== "Enter" && event.key !== " ")) return;
+      event.preventDefault();
+      this.select(Number(box.dataset.region), box);
+    });
+    // In the text, the item's button selects (keys included, as any button); a click elsewhere on the
+    // item does too, unless it ends a text selection or lands in a code block (scrolled, copied).
+    this.regionList.addEventListener("click", (event) => {
+      const item = regionOf(event);
+      const onButton = event.target.closest("button.region-select");
+      if (!item || (!onButton && (event.target.closest("pre") || !window.getSelection().isCollapsed))) return;
+      this.select(Number(item.dataset.region), item);
+    });
     byId("downloads").addEventListener("click", (event) => {
       const button = event.target.closest("button[data-format]");
       if (button) this.download(button.dataset.format, button);
@@ -67,7 +84,7 @@ export class ResultView {
       if (token !== this.token) return;
       this.job = job;
       this.result = result;
-      this.markdownLoaded = false;
+      this.markdownDoc = null;
       this.extractionLoaded = false;
     } catch (error) {
       if (token !== this.token) return;
@@ -104,7 +121,10 @@ export class ResultView {
                       "doc-select", "page-select", "legend"]) {
       byId(id).replaceChildren();
     }
-    for (const id of ["result-title", "page-count", "page-note", "extraction-state"]) byId(id).textContent = "";
+    for (const id of ["result-title", "page-count", "page-note", "extraction-state", "needs-look-count"]) {
+      byId(id).textContent = "";
+    }
+    this.needsLookOnly.checked = false;
     showMessage(this.error, "");
   }
 
@@ -121,7 +141,8 @@ export class ResultView {
   onKey(event) {
     if (!this.result || this.section.hidden || event.altKey || event.ctrlKey || event.metaKey) return;
     if (event.target !== document.body && !this.section.contains(event.target)) return;
-    if (event.target.closest("input, select, textarea")) return;
+    // Arrows in a field, or in a box that scrolls sideways (code, a table), stay there.
+    if (event.target.closest("input, select, textarea, pre, .md-table, [data-math=display]")) return;
     if (event.target.getAttribute("role") === "tab") return this.onTabKey(event);
     const delta = { ArrowLeft: -1, PageUp: -1, ArrowRight: 1, PageDown: 1 }[event.key];
     if (delta && !byId("page-panel").hidden) {
@@ -167,6 +188,7 @@ export class ResultView {
     drawPage(this.canvas, page, null);
     byId("no-regions").hidden = listRegions(this.regionList, page) > 0;
     drawLegend(byId("legend"), page);
+    this.applyFilter();
     if (page.width) this.loadImage(page, token);
   }
 
@@ -180,6 +202,7 @@ export class ResultView {
       if (token !== this.token) return;
       drawPage(this.canvas, page, this.imageUrls.get(key));
       this.mark(this.selected);   // the boxes were drawn again, over the image
+      this.applyFilter();
     } catch (error) {
       if (token === this.token) showMessage(this.error, `The page image could not be loaded: ${error.message}`);
     }
@@ -202,8 +225,26 @@ export class ResultView {
     for (const node of this.section.querySelectorAll("[data-region]")) {
       const on = index !== null && Number(node.dataset.region) === index;
       node.classList.toggle("selected", on);
-      node.setAttribute("aria-pressed", on ? "true" : "false");
+      const control = node.matches("[role=button]") ? node : node.querySelector("button.region-select");
+      control?.setAttribute("aria-pressed", on ? "true" : "false");
     }
+  }
+
+  // "Only what needs a look": regions trust.js flags (not read, fallback, low-confidence lines, a
+  // reading that differs from the text layer) stay, on the page and in the text; the rest step aside.
+  applyFilter() {
+    if (!this.result) return;
+    const only = this.needsLookOnly.checked;
+    const regions = this.currentDocument.pages[this.pageIndex].regions || [];
+    const flagged = this.regionList.querySelectorAll("[data-needs-look]").length;
+    for (const node of this.section.querySelectorAll("[data-region]")) {
+      const shown = !only || node.hasAttribute("data-needs-look");
+      node.classList.toggle("filtered-out", !shown);
+      if (node.matches("g[role=button]")) node.setAttribute("tabindex", shown ? "0" : "-1");
+    }
+    byId("needs-look-count").textContent = flagged
+      ? `${flagged} of ${plural(regions.length, "region")} on this page need${flagged === 1 ? "s" : ""} a look.`
+      : "Nothing on this page needs a look.";
   }
 
   showTab(name) {
@@ -245,24 +286,25 @@ export class ResultView {
     }
   }
 
+  // The current document as Markdown, page by page, furniture left out (result_markdown.js).
   async loadMarkdown() {
-    if (this.markdownLoaded || !this.job) return;
+    if (!this.result || this.markdownDoc === this.docIndex) return;
     const preview = byId("markdown-preview");
-    if (!this.job.formats.includes("md")) {
-      preview.replaceChildren(el("p", { class: "muted", text: "Markdown was not requested for this job." }));
-      return;
-    }
     const job = this.job;
-    preview.replaceChildren(el("p", { class: "muted", text: "Loading Markdown…" }));
+    const docIndex = this.docIndex;
+    preview.replaceChildren(el("p", { class: "muted", text: "Loading the Markdown view…" }));
+    preview.setAttribute("aria-busy", "true");
     try {
-      const markdown = await this.getApi().resultText(job.id, "md");
-      if (this.job !== job) return;
-      preview.innerHTML = renderMarkdown(markdown);   // escaped by renderMarkdown; see markdown.js
-      this.markdownLoaded = true;
+      const render = await loadRenderer();
+      if (this.job !== job || this.docIndex !== docIndex) return;
+      preview.replaceChildren(...this.currentDocument.pages.map((page) => markdownPage(page, render)));
+      this.markdownDoc = docIndex;
       for (const image of preview.querySelectorAll("img[data-figure]")) this.loadFigure(job, image);
     } catch (error) {
       if (this.job === job) preview.replaceChildren(el("p", { class: "error", role: "alert",
-        text: `The Markdown could not be loaded: ${error.message}` }));
+        text: `The Markdown view could not be shown: ${error.message}` }));
+    } finally {
+      preview.removeAttribute("aria-busy");
     }
   }
 
@@ -305,6 +347,38 @@ export class ResultView {
     for (const url of this.imageUrls.values()) URL.revokeObjectURL(url);
     this.imageUrls.clear();
   }
+}
+
+// One page of the Markdown view: a page mark, a note when the page was not read in full, its body.
+// Code blocks and wide tables scroll sideways; they take focus so the keyboard can scroll them.
+function markdownPage(page, render) {
+  const section = el("section", { class: "md-page", "aria-label": `Page ${page.page}` },
+    el("p", { class: "md-page-mark", "aria-hidden": "true", text: `Page ${page.page}` }));
+  if (page.state !== "done") {
+    section.append(el("p", { class: "md-note md-warning", text: `Page ${page.page} ${page.state}` +
+                                                                (page.reason ? `: ${page.reason}` : ".") }));
+  }
+  let markdown = [];   // parts in a row render as one text, as they stand in a Markdown file
+  const flush = () => {
+    if (markdown.length) section.append(render(markdown.join("\n\n")));
+    markdown = [];
+  };
+  for (const part of pageParts(page)) {
+    if (part.markdown) {
+      markdown.push(part.markdown);
+    } else {
+      flush();
+      section.append(el("p", { class: `md-note${part.warning ? " md-warning" : ""}`, text: part.note }));
+    }
+  }
+  flush();
+  for (const table of section.querySelectorAll("table")) {
+    const wrapper = el("div", { class: "md-table", tabindex: 0 });
+    table.replaceWith(wrapper);
+    wrapper.append(table);
+  }
+  for (const pre of section.querySelectorAll("pre")) pre.tabIndex = 0;
+  return section;
 }
 
 // An extraction file exists once the job has ended with results (done, partial or failed).

@@ -36,7 +36,7 @@ def test_sign_out_resets_everything_user_specific(api, worker, page: Page, tmp_p
     expect(page.locator("#upload-messages")).to_contain_text("alice-payroll.pdf: queued")
     job = page.locator("#job-list > li.job", has_text="alice-payroll.pdf")
     expect(job).to_have_attribute("data-state", "done", timeout=JOB_TIMEOUT_MS)
-    job.get_by_role("button", name="Open the result of alice-payroll.pdf").click()
+    job.get_by_role("button", name="Open result of alice-payroll.pdf").click()
     expect(page.locator("#result").get_by_role("heading", name="alice-payroll.pdf")).to_be_visible()
     expect(page.locator("#region-list")).to_contain_text(samples.page_sentence(0))
     # A second file picked, and options typed, but not uploaded.

@@ -80,7 +80,7 @@ def test_cancel_from_the_list_then_delete(api, page: Page, tmp_path):
     expect(job).to_have_attribute("data-state", "cancelled")
     expect(job.locator(".page-chips > li")).to_have_count(8)
     expect(job.locator(".page-chips > li.page-cancelled").first).to_be_visible()
-    expect(job.get_by_role("button", name="Open the result of long-report.pdf")).to_be_hidden()
+    expect(job.get_by_role("button", name="Open result of long-report.pdf")).to_be_hidden()
     screenshot(page, "12-job-cancelled")
     job.get_by_role("button", name="Delete long-report.pdf").click()
     job.get_by_role("button", name="Confirm: delete long-report.pdf and its results").click()

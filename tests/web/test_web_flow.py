@@ -47,7 +47,7 @@ def test_upload_watch_read_and_download(api, worker, page: Page, tmp_path):
     expect(job.locator(".page-chips > li.page-done")).to_have_count(2)
     screenshot(page, "03-job-done")
 
-    job.get_by_role("button", name="Open the result of quarterly-report.pdf").click()
+    job.get_by_role("button", name="Open result of quarterly-report.pdf").click()
     result = page.locator("#result")
     expect(result.get_by_role("heading", name="quarterly-report.pdf")).to_be_visible()
     regions = page.locator("#region-list")
@@ -68,7 +68,7 @@ def test_upload_watch_read_and_download(api, worker, page: Page, tmp_path):
     screenshot(page, "04-result-region-selected")
     # ...and a text item selects its region, also from the keyboard.
     title_index = region_index_with(page, "Quarterly Report")
-    regions.locator(f'> li[data-region="{title_index}"]').focus()
+    regions.locator(f'> li[data-region="{title_index}"] button.region-select').focus()
     page.keyboard.press("Enter")
     expect(page.locator("#page-canvas g.region.selected")).to_have_attribute("data-region", title_index)
     expect(regions.locator("> li.selected")).to_contain_text("Quarterly Report")
@@ -125,7 +125,7 @@ def test_the_text_layer_choice_goes_with_the_job(api, page: Page, tmp_path):
     choice = page.get_by_label("Text layer")
     expect(choice).to_have_value("auto")   # the service's default, from /v1/limits
     expect(choice.locator("option")).to_have_text(["Use it when it passes checks (auto)", "Always recognise (never)",
-                                                   "Recognise and check it against the layer (verify)"])
+                                                   "Recognise, check with it (verify)"])
     choice.select_option("verify")
     page.locator("#file-input").set_input_files(str(pdf_path))
     page.get_by_role("button", name="Upload").click()

@@ -1,4 +1,4 @@
-"""How a result page is drawn (web/page_drawing.js), in the real browser with
+"""How a result page is drawn (web/page_drawing.js, web/region_list.js), in the real browser with
 the real style sheet, on a page that has every region status: failed and
 fallback regions are marked on the page and in the text, nothing is dropped,
 and text from the document stays text. (Tesseract on clean test PDFs reads
@@ -27,6 +27,7 @@ PAGE = {"page": 3, "state": "done", "reason": "1 region could not be read", "wid
 
 DRAW = """async (page) => {
   const drawing = await import('/web/page_drawing.js');
+  const { listRegions } = await import('/web/region_list.js');
   document.getElementById('sign-in').hidden = true;
   document.getElementById('workspace').hidden = false;
   document.getElementById('result').hidden = false;
@@ -34,7 +35,7 @@ DRAW = """async (page) => {
   document.getElementById('result-title').textContent = 'drawing test';
   drawing.drawPageNote(document.getElementById('page-note'), page);
   drawing.drawPage(document.getElementById('page-canvas'), page, null);
-  drawing.listRegions(document.getElementById('region-list'), page);
+  listRegions(document.getElementById('region-list'), page);
   drawing.drawLegend(document.getElementById('legend'), page);
 }"""
 

@@ -43,9 +43,19 @@ def test_ui_is_served_with_its_assets_and_a_strict_policy(api):
     policy = index.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "default-src 'none'" in policy and "'unsafe-inline'" not in policy
     assert index.headers["x-content-type-options"] == "nosniff"
-    for asset, media in (("app.js", "javascript"), ("markdown.js", "javascript"), ("styles.css", "text/css")):
+    assert "font-src 'self'" in policy   # KaTeX's fonts, from this origin only
+    for asset, media in (("app.js", "javascript"), ("markdown_view.js", "javascript"), ("styles.css", "text/css"),
+                         ("vendor/markdown-it/markdown-it.esm.min.mjs", "javascript"),
+                         ("vendor/dompurify/purify.es.mjs", "javascript"), ("vendor/katex/katex.mjs", "javascript"),
+                         ("vendor/katex/katex.min.css", "text/css"),
+                         ("vendor/katex/fonts/KaTeX_Main-Regular.woff2", "font/woff2")):
         answer = httpx.get(f"{api.base_url}/web/{asset}", timeout=10)
         assert answer.status_code == 200 and media in answer.headers["content-type"], asset
+        assert answer.headers["content-security-policy"] == policy, asset
+    # Only the libraries' named folders are served, never node_modules as a whole.
+    for path in ("vendor/axe-core/axe.min.js", "vendor/markdown-it/../package.json", "vendor/katex/../package.json",
+                 "../node_modules/katex/package.json"):
+        assert httpx.get(f"{api.base_url}/web/{path}", timeout=10).status_code == 404, path
     assert httpx.get(f"{api.base_url}/web/../app/main.py", timeout=10).status_code == 404
     # The UI shadows no API route, and the API keeps answering in JSON.
     missing = httpx.get(f"{api.base_url}/v1/no-such-route", headers=auth(), timeout=10)

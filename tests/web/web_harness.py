@@ -60,6 +60,14 @@ class ApiProcess:
         self._log.close()
 
 
+def assert_web_libraries() -> None:
+    """The page's Markdown libraries are installed (node_modules, by scripts/setup.sh's npm ci)."""
+    from app.web_ui import NODE_MODULES, VENDOR_DIRS
+
+    missing = [folder for folder in VENDOR_DIRS.values() if not (NODE_MODULES / folder).is_dir()]
+    assert not missing, f"{', '.join(missing)} missing under {NODE_MODULES}: run scripts/setup.sh (npm ci)"
+
+
 def launch_browser(playwright: Playwright, profile_dir: Path) -> BrowserContext:
     assert Path(CHROMIUM).is_file(), f"{CHROMIUM} is missing: scripts/setup.sh installs Debian's chromium package"
     return playwright.chromium.launch_persistent_context(
@@ -92,3 +100,29 @@ def region_index_with(page: Page, words: str) -> str:
 def page_problems(page: Page) -> list[str]:
     """Uncaught errors and console errors, except the browser's own note on each non-2xx answer."""
     return [text for text in page.problems if "Failed to load resource" not in text]
+
+
+def finished_job(base_url: str, filename: str, content: bytes, timeout_s: float = 120, **form: str) -> dict:
+    """Sends one file as a job through the API and waits for it to be done; returns the job."""
+    import time
+
+    headers = {"Authorization": f"Bearer {KEY}"}
+    answer = httpx.post(f"{base_url}/v1/jobs", headers=headers, timeout=30, data=form,
+                        files=[("files", (filename, content, "application/pdf"))])
+    assert answer.status_code == 202, answer.text
+    job_id = answer.json()["id"]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{base_url}/v1/jobs/{job_id}", headers=headers, timeout=10).json()
+        if job["state"] in ("done", "failed", "cancelled"):
+            assert job["state"] == "done", job
+            return job
+        time.sleep(0.3)
+    raise AssertionError(f"job {job_id} ({filename}) did not finish in {timeout_s} s")
+
+
+def result_json(base_url: str, job_id: str) -> dict:
+    answer = httpx.get(f"{base_url}/v1/jobs/{job_id}/result?format=json", headers={"Authorization": f"Bearer {KEY}"},
+                       timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
