@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
 
 from app.deps import ApiContext, Context, Jobs, Owner
+from app.downloads import GuardedDownload, download_gate
 from app.errors import ApiError
 from app.job_schemas import JobList, JobSummary, JobView, extraction_view
 from app.schemas_registry import SchemaRegistry, resolve_schema
@@ -106,8 +107,9 @@ def get_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
 
 @router.get("/{job_id}/result", summary="A finished job's result as md, json, txt, pdf or extraction (JSON)",
             responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}})
-def get_result(job_id: str, jobs: Jobs, owner: Owner,
+def get_result(job_id: str, request: Request, context: Context, owner: Owner,
                format: Literal["md", "json", "txt", "pdf", "extraction"] = Query("md")) -> Response:  # noqa: A002
+    jobs = context.jobs
     job = _owned_job(jobs, owner, job_id)
     if job.state is not JobState.DONE:
         if job.state is JobState.FAILED:
@@ -122,16 +124,24 @@ def get_result(job_id: str, jobs: Jobs, owner: Owner,
     response = stored_file_response(jobs.blobs, jobs.stored_result(job, format), MEDIA_TYPES[format], filename)
     if response is None:
         raise ApiError(404, "result_missing", f"the {format} result of this job is missing")
-    return response
+    return _guarded(request, context, owner, response)
 
 
 @router.get("/{job_id}/figures/{name}", summary="A figure crop the Markdown links to")
-def get_figure(job_id: str, name: str, jobs: Jobs, owner: Owner) -> Response:
+def get_figure(job_id: str, name: str, request: Request, context: Context, owner: Owner) -> Response:
+    jobs = context.jobs
     path = jobs.figure_path(_owned_job(jobs, owner, job_id), name)
     response = None if path is None else stored_file_response(jobs.blobs, path, "image/png")
     if response is None:
         raise ApiError(404, "not_found", "no such figure")
-    return response
+    return _guarded(request, context, owner, response)
+
+
+def _guarded(request: Request, context: ApiContext, owner: str, response: Response) -> GuardedDownload:
+    """The download under the owner's download slot and the idle timeout (app/downloads.py)."""
+    chunks = getattr(response, "source_chunks", None)
+    return GuardedDownload(response, download_gate(request), owner, context.settings.download_idle_timeout_s,
+                           close=getattr(chunks, "close", None))
 
 
 @router.delete("/{job_id}", response_model=JobView, summary="Cancel a queued or running job")
@@ -154,7 +164,9 @@ def stored_file_response(blobs: BlobStore, path: Path, media_type: str, filename
     if chunks is None:
         return None
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'} if filename else None
-    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+    response = StreamingResponse(chunks, media_type=media_type, headers=headers)
+    response.source_chunks = chunks   # closed by whoever sends it, ended or not (GuardedDownload)
+    return response
 
 
 def _view(jobs: JobService, job: JobRecord) -> JobView:

@@ -25,6 +25,7 @@ store would be a third implementation of the same four methods.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import time
 from collections.abc import Iterator
@@ -145,20 +146,23 @@ class DatabaseBlobStore(BlobStore):
         return self._chunks(key, row.size, row.sha256)
 
     def _chunks(self, key: str, size: int, sha256: str) -> Iterator[bytes]:
-        """One chunk at a time (a server-side cursor on PostgreSQL), checked against the digest
-        published with them: a file re-published meanwhile is an error, not a mix of two."""
+        """One chunk at a time, each read in a short transaction of its own: no pooled connection
+        is held while the caller waits (a download whose client stops reading would otherwise
+        keep one for ever). A chunk is read only while the file's row still carries the digest
+        it was published with, and the whole is checked against it: a file re-published or
+        deleted meanwhile is an error, not a mix of two."""
         digest, seen = hashlib.sha256(), 0
-        with self.engine.connect() as db:
-            options = {"stream_results": True, "max_row_buffer": 2}
-            if database.is_postgresql(self.engine):
-                options["isolation_level"] = "REPEATABLE READ"
-            result = db.execution_options(**options).execute(
-                text("SELECT data FROM blob_chunks WHERE key = :key ORDER BY seq"), {"key": key})
-            for (chunk,) in result:
-                chunk = bytes(chunk)
-                digest.update(chunk)
-                seen += len(chunk)
-                yield chunk
+        for seq in itertools.count():
+            with database.read(self.engine) as db:
+                row = db.execute(text("SELECT c.data FROM blob_chunks c JOIN blobs b ON b.key = c.key "
+                                      "WHERE c.key = :key AND c.seq = :seq AND b.sha256 = :sha"),
+                                 {"key": key, "seq": seq, "sha": sha256}).fetchone()
+            if row is None:
+                break
+            chunk = bytes(row.data)
+            digest.update(chunk)
+            seen += len(chunk)
+            yield chunk
         if seen != size or digest.hexdigest() != sha256:
             raise OSError(f"{key} changed while it was read; read it again")
 
