@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pymupdf
@@ -14,7 +15,8 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from service_harness import REPO_ROOT
-from web_harness import PHONE, assert_web_libraries, finished_job, page_problems, result_json, screenshot, sign_in
+from web_harness import (PHONE, assert_web_libraries, delete_job, finished_job, page_problems, result_json,
+                         screenshot, sign_in)
 
 pytestmark = pytest.mark.slow
 
@@ -84,9 +86,10 @@ def open_result(page: Page, base_url: str, filename: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def listing_job(api, worker) -> dict:
+def listing_job(api, worker) -> Iterator[dict]:
     job = finished_job(api.base_url, "means.pdf", listing_pdf())
-    return {"job": job, "blocks": code_blocks(result_json(api.base_url, job["id"]))}
+    yield {"job": job, "blocks": code_blocks(result_json(api.base_url, job["id"]))}
+    delete_job(api.base_url, job["id"])
 
 
 def test_a_generated_listing_is_shown_as_the_result_has_it(api, listing_job, page: Page):
@@ -132,13 +135,14 @@ needs_r_manual = pytest.mark.skipif(R_MANUAL is None, reason="the R manual (Debi
 
 
 @pytest.fixture(scope="module")
-def r_manual_job(api, worker) -> dict:
+def r_manual_job(api, worker) -> Iterator[dict]:
     """Page 27 (printed page 21): R sessions with printed matrices, under a running header. The page
     alone, as its own PDF (its fonts and text layer with it): the manual is over the test upload cap."""
     one_page = pymupdf.open()
     one_page.insert_pdf(pymupdf.open(R_MANUAL), from_page=26, to_page=26)
     job = finished_job(api.base_url, "R-intro.pdf", one_page.tobytes(garbage=3, deflate=True), timeout_s=180)
-    return {"job": job, "blocks": code_blocks(result_json(api.base_url, job["id"]))}
+    yield {"job": job, "blocks": code_blocks(result_json(api.base_url, job["id"]))}
+    delete_job(api.base_url, job["id"])
 
 
 @needs_r_manual

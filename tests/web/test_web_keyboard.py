@@ -34,6 +34,10 @@ def test_upload_jobs_and_result_with_the_keyboard_only(api, worker, page: Page, 
     pdf_path = tmp_path / "keyboard-report.pdf"
     pdf_path.write_bytes(samples.multi_page_pdf(2))
 
+    # Listening from the start: Playwright intercepts the file dialog only once a listener is
+    # registered, and registering it is not awaited, so a key pressed right after could beat it.
+    choosers = []
+    page.on("filechooser", lambda chooser: choosers.append(chooser))
     page.goto(f"{api.base_url}/")
     key_field = page.get_by_label("API key")
     expect(key_field).to_be_focused()
@@ -42,9 +46,13 @@ def test_upload_jobs_and_result_with_the_keyboard_only(api, worker, page: Page, 
     choose = page.get_by_role("button", name="Choose files…")
     expect(choose).to_be_focused()   # signing in puts the focus where work starts
 
-    with page.expect_file_chooser() as chooser:
-        page.keyboard.press("Enter")
-    chooser.value.set_files(str(pdf_path))
+    page.keyboard.press("Enter")
+    for _ in range(50):
+        if choosers:
+            break
+        page.wait_for_timeout(100)
+    assert choosers, "Enter on 'Choose files…' opened no file dialog"
+    choosers[0].set_files(str(pdf_path))
     expect(page.locator("#selected-files")).to_contain_text("keyboard-report.pdf")
     tab_to(page, page.get_by_role("button", name="Upload"))
     page.keyboard.press("Enter")

@@ -8,13 +8,15 @@ a real result (page and text, Markdown); the fabricated result with every trust 
 (tests/web/fabricated_result.py) in the page view, filtered, and in the Markdown view."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from playwright.sync_api import Page, expect
 
 import fabricated_result as fabricated
 import ocr_samples as samples
 from page_checks import axe_violations, layout_problems
-from web_harness import KEY, assert_web_libraries, finished_job, page_problems, screenshot
+from web_harness import KEY, assert_web_libraries, delete_job, finished_job, page_problems, screenshot
 
 pytestmark = pytest.mark.slow
 
@@ -22,8 +24,10 @@ WIDTHS = {"phone": 390, "laptop": 1280, "wide": 1920}
 
 
 @pytest.fixture(scope="module")
-def listed_job(api, worker) -> dict:
-    return finished_job(api.base_url, "layout-report.pdf", samples.multi_page_pdf(2))
+def listed_job(api, worker) -> Iterator[dict]:
+    job = finished_job(api.base_url, "layout-report.pdf", samples.multi_page_pdf(2))
+    yield job
+    delete_job(api.base_url, job["id"])
 
 
 def check_view(page: Page, width_name: str, view: str) -> list[str]:

@@ -126,3 +126,8 @@ def result_json(base_url: str, job_id: str) -> dict:
                        timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+def delete_job(base_url: str, job_id: str) -> None:
+    """Removes a finished job, so the next test's list starts as it found it."""
+    httpx.delete(f"{base_url}/v1/jobs/{job_id}/record", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
