@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -22,6 +23,7 @@ from app.api_docs import mount_api_docs
 from app.api_keys import KeyRing
 from app.deps import ApiContext
 from app.errors import error_response, install_error_handlers
+from app.local_copies import LocalCopySweeper
 from app.routes_jobs import router as jobs_router
 from app.routes_pages import router as pages_router
 from app.schemas_registry import router as schemas_router
@@ -46,12 +48,13 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     requests naming another host are refused. None: not bound by us (an in-process client)."""
     settings = settings or Settings()
     # FastAPI's own docs pages load unpinned CDN files on the web page's origin: ours, when asked for.
+    jobs = JobService(settings)
     app = FastAPI(title="ocrserve", version=VERSION,
                   description="Self-hosted document OCR: PDFs and images in; Markdown, JSON, text and "
                               "searchable PDF out.",
-                  docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None)
-    app.state.context = ApiContext(settings=settings, jobs=JobService(settings),
-                                   keys=KeyRing.from_settings(settings))
+                  docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
+                  lifespan=_local_copy_sweep(jobs, settings))
+    app.state.context = ApiContext(settings=settings, jobs=jobs, keys=KeyRing.from_settings(settings))
     install_error_handlers(app)
     app.include_router(jobs_router)
     app.include_router(schemas_router)
@@ -75,6 +78,22 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
         if allowed is not None:
             app.add_middleware(HostCheck, allowed=allowed)
     return app
+
+
+def _local_copy_sweep(jobs: JobService, settings: Settings):
+    """While the app serves: with a shared blob store, its sweep of this host's copies of deleted
+    jobs (app/local_copies.py); nothing to do when the data directory is the shared place."""
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        sweeper = LocalCopySweeper(jobs, settings.recovery_interval_s) if jobs.blobs.shared else None
+        if sweeper is not None:
+            sweeper.start()
+        try:
+            yield
+        finally:
+            if sweeper is not None:
+                sweeper.stop()
+    return lifespan
 
 
 class HealthCache:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from vision.limits import DocumentTooLargeError, InputError, InvalidOptionError,
 from vision.pages import parse_page_selection
 from vision.text_layer import TEXT_LAYER_MODES
 from workers.celery_app import PROCESS_JOB, build_celery_app
-from workers.blob_store import blob_store_for
+from workers.blob_store import blob_store_for, prune_local_copies
 from workers.data_dir import DataDir, move_into_place, write_atomically
 from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
@@ -77,6 +78,10 @@ class JobService:
         self.store = JobStore(settings.job_store_location, migrate_schema)
         self.blobs = blob_store_for(settings, self.data_dir)
         self._celery_app = celery_app
+        # Jobs whose uploads are being stored before their row exists: a sweep of this host's
+        # copies (`prune_deleted_jobs`) must not take them for deleted jobs.
+        self._submitting: set[str] = set()
+        self._submitting_lock = threading.Lock()
 
     @property
     def celery_app(self) -> Celery:
@@ -109,6 +114,8 @@ class JobService:
                 files.append(JobFile(_display_name(upload.filename), document.kind.value, document.num_pages,
                                      upload.sha256(), tuple(page_indices)))
         job_id = self.store.new_job_id()
+        with self._submitting_lock:
+            self._submitting.add(job_id)
         try:
             for file_index, (upload, job_file) in enumerate(zip(uploads, files)):
                 path = self.data_dir.upload_path(job_id, file_index, job_file.kind)
@@ -118,6 +125,9 @@ class JobService:
         except BaseException:   # no job: nothing may stay behind under its id
             self.remove_job_files(job_id)
             raise
+        finally:
+            with self._submitting_lock:
+                self._submitting.discard(job_id)
         try:
             self.celery_app.send_task(PROCESS_JOB, args=[job_id])
         except (KombuError, OSError) as exc:
@@ -163,6 +173,16 @@ class JobService:
         folder = self.data_dir.figures_dir(job.id)
         path = (folder / name).resolve()
         return path if path.parent == folder and self.blobs.exists(path) else None
+
+    def prune_deleted_jobs(self) -> int:
+        """With a shared blob store, drop this host's copies of jobs the store no longer has
+        (deleted by retention on another host, or by their owner); returns how many."""
+        def gone(job_ids: list[str]) -> list[str]:
+            with self._submitting_lock:
+                submitting = set(self._submitting)
+            existing = self.store.existing_job_ids(job_ids)
+            return [job_id for job_id in job_ids if job_id not in existing and job_id not in submitting]
+        return prune_local_copies(self.blobs, gone)
 
     def remove_job_files(self, job_id: str) -> None:
         """Everything stored for the job: this host's files and the shared store's."""

@@ -168,6 +168,16 @@ class JobStore:
         with self._connect() as db:
             return db.execute(text(f"SELECT count(*) FROM jobs WHERE state NOT IN {_FINAL_JOB}")).scalar_one()
 
+    def existing_job_ids(self, job_ids: list[str]) -> set[str]:
+        """Which of `job_ids` the store still has (a host's sweep asks about the jobs it holds files of)."""
+        found: set[str] = set()
+        with self._connect() as db:
+            for start in range(0, len(job_ids), 500):
+                batch = {f"id{i}": job_id for i, job_id in enumerate(job_ids[start:start + 500])}
+                names = ", ".join(f":{name}" for name in batch)
+                found.update(db.execute(text(f"SELECT id FROM jobs WHERE id IN ({names})"), batch).scalars())
+        return found
+
     def job_ids_in_state(self, state: JobState) -> list[str]:
         with self._connect() as db:
             return list(db.execute(text("SELECT id FROM jobs WHERE state = :state ORDER BY created_at"),
