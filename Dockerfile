@@ -1,5 +1,13 @@
 # ocrserve: one image for every service in docker-compose.yml (api, worker, engine).
 # The entry point is the `ocrserve` command; each service picks its subcommand.
+
+# The web page's libraries (markdown-it, DOMPurify, KaTeX), as package-lock.json pins them;
+# only their folders are copied into the image (app/web_ui.py serves them under /web/vendor/).
+FROM node:20-bookworm-slim AS web-libraries
+WORKDIR /build
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts --loglevel=error
+
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -27,6 +35,9 @@ COPY training/ training/
 # the house OCR model's weights (13 MB), served by the engine as `house-ocr`
 COPY models/ models/
 COPY web/ web/
+COPY --from=web-libraries /build/node_modules/markdown-it/ node_modules/markdown-it/
+COPY --from=web-libraries /build/node_modules/dompurify/ node_modules/dompurify/
+COPY --from=web-libraries /build/node_modules/katex/ node_modules/katex/
 COPY schemas/ schemas/
 COPY examples/ examples/
 # Editable: the web page and the shipped schemas are found beside the packages.

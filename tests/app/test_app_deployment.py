@@ -107,6 +107,12 @@ def test_the_dockerfile_installs_every_package_and_runs_ocrserve():
     for package in re.findall(r'"(\w+)\*"', packages):
         assert f"COPY {package}/ {package}/" in dockerfile, package
     assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in dockerfile
+    from app.web_ui import VENDOR_DIRS   # the web page's libraries, from the npm stage
+
+    for text in (dockerfile, (REPO_ROOT / "Dockerfile.cuda").read_text()):
+        assert "COPY package.json package-lock.json ./" in text and "npm ci --omit=dev" in text
+        for folder in VENDOR_DIRS:
+            assert f"COPY --from=web-libraries /build/node_modules/{folder}/ node_modules/{folder}/" in text, folder
     cmd = re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1)
     subcommand, *argv = yaml.safe_load(cmd)
     build_parser(subcommand).parse_args(argv)
