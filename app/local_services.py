@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from workers.data_dir import open_private_log
 from workers.settings import Settings
@@ -40,6 +41,9 @@ class ManagedProcess:
         from engine.server.parent_watch import parent_env   # stdlib only; engine/ is imported lazily here
 
         self.name = name
+        self.command, self.env, self.log_path, self.capture_stdout = command, env, log_path, capture_stdout
+        self.ready_url: str | None = None   # an engine's, once it said it is ready
+        self.started_at = time.monotonic()
         self.log_file = open_private_log(log_path) if log_path is not None else None
         stderr = self.log_file if self.log_file is not None else subprocess.DEVNULL
         # Its own session (a terminal's Ctrl-C reaches only us; `stop` ends it in order), told to end
@@ -73,6 +77,17 @@ class ManagedProcess:
             os.killpg(self.popen.pid, sig)
         except ProcessLookupError:
             pass
+
+    def respawn(self, ready_timeout_s: float = 600.0) -> ManagedProcess:
+        """The same child started again (same command, environment and log); an engine on the
+        same port, waited for until it says it is ready (ServiceStartError if it does not)."""
+        child = ManagedProcess(self.name, self.command, self.env, self.log_path, self.capture_stdout)
+        if self.ready_url is not None:
+            child.ready_url = _wait_for_ready_line(child, ready_timeout_s)
+            if child.ready_url is None:
+                code = child.stop()
+                raise ServiceStartError(f"the {self.name} did not start again (exit {code})")
+        return child
 
 
 def child_env(settings: Settings, **overrides: str | None) -> dict[str, str]:
@@ -143,6 +158,7 @@ def start_host_engines(settings: Settings, data_dir: Path, who: str
                 settings, child_env(settings), settings.extraction_port, data_dir / "extraction-engine.log",
                 extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS), model=endpoint.model,
                 api_key=endpoint.api_key)
+            extraction_engine.name = "extraction engine"
             children.append(extraction_engine)
             overrides["extraction_url"] = extraction_url
             settings = settings.model_copy(update={"extraction_url": extraction_url})
@@ -183,6 +199,9 @@ def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path
         code = engine.stop()
         where = f"; see {log_path}" if log_path else ""
         raise ServiceStartError(f"the engine did not start (model {model!r}, exit {code}){where}")
+    engine.ready_url = url
+    # Started again (app/supervisor.py) on the port it took, which its clients were given.
+    engine.command[engine.command.index("--port") + 1] = str(urlsplit(url).port)
     return engine, url.rstrip("/") + "/v1"
 
 

@@ -111,7 +111,8 @@ class HealthCache:
         with self._lock:
             if self._last is None or time.time() - self._last.checked_at > self.max_age_s:
                 self._last = check_services(self.jobs)
-            return self._last
+            # `serve`'s children as they are now: a child that just died is reported at once.
+            return self._last.with_children_from(self.jobs.data_dir.root)
 
 
 class HostCheck:

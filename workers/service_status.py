@@ -7,21 +7,29 @@
   embedded broker carries no broadcast (kombu's SQLAlchemy transport has no fanout), so
   there the workers are not known; `serve` and `run` start their own.
 
+- children: under `ocrserve serve`, the worker and engines it supervises (app/supervisor.py
+  writes `serve-children.json` in the data directory; a child down, being restarted, says
+  why). Absent when no live `serve` runs on this data directory.
+
 Each check is bounded by `timeout_s` and never raises: a failure is reported, with its
-reason, as `ok: false`. `status` is "ok" when the job store and the broker answer, else
-"degraded" (the API itself is up: it answered).
+reason, as `ok: false`. `status` is "ok" when the job store and the broker answer and no
+supervised child is down, else "degraded" (the API itself is up: it answered).
 """
 from __future__ import annotations
 
+import json
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from workers.job_service import JobService
 
 DEFAULT_TIMEOUT_S = 2.0
+CHILDREN_REPORT = "serve-children.json"
 
 
 @dataclass
@@ -31,17 +39,50 @@ class ServiceStatus:
     workers: dict[str, Any]
     worker_names: list[str] = field(default_factory=list)
     checked_at: float = field(default_factory=time.time)
+    children: dict[str, dict[str, Any]] | None = None   # name -> {"ok", "detail", "restarts", ...}
 
     @property
     def ok(self) -> bool:
-        return bool(self.database["ok"] and self.broker["ok"])
+        children_ok = all(child["ok"] for child in (self.children or {}).values())
+        return bool(self.database["ok"] and self.broker["ok"] and children_ok)
+
+    def with_children_from(self, data_dir: Path) -> ServiceStatus:
+        """This report with the supervised children as they are now (read afresh: cheap)."""
+        return replace(self, children=read_children_report(data_dir))
 
     def to_dict(self, with_worker_names: bool = False) -> dict[str, Any]:
         workers = dict(self.workers)
         if with_worker_names:
             workers["names"] = self.worker_names
-        return {"status": "ok" if self.ok else "degraded", "database": self.database, "broker": self.broker,
-                "workers": workers}
+        report = {"status": "ok" if self.ok else "degraded", "database": self.database, "broker": self.broker,
+                  "workers": workers}
+        if self.children is not None:
+            report["children"] = self.children
+        return report
+
+
+def write_children_report(data_dir: Path, children: dict[str, dict[str, Any]]) -> None:
+    """What `serve`'s supervisor knows of its children, for /health and `ocrserve status`."""
+    from workers.data_dir import write_atomically
+
+    write_atomically(data_dir / CHILDREN_REPORT, json.dumps({"pid": os.getpid(), "children": children}).encode())
+
+
+def read_children_report(data_dir: Path) -> dict[str, dict[str, Any]] | None:
+    """The children of the `serve` running on `data_dir`; None when none runs (no report, an
+    unreadable one, or one its dead writer left behind)."""
+    try:
+        report = json.loads((data_dir / CHILDREN_REPORT).read_text())
+        pid, children = int(report["pid"]), dict(report["children"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass   # alive, another user's
+    return children
 
 
 def check_services(service: JobService, timeout_s: float = DEFAULT_TIMEOUT_S) -> ServiceStatus:
@@ -61,7 +102,7 @@ def check_services(service: JobService, timeout_s: float = DEFAULT_TIMEOUT_S) ->
             workers = {"count": len(names)}
         except Exception as exc:   # noqa: BLE001 - reported, never raised
             workers = {"count": None, "detail": _reason(exc)}
-    return ServiceStatus(database, broker, workers, names)
+    return ServiceStatus(database, broker, workers, names, children=read_children_report(service.data_dir.root))
 
 
 def _check_database(service: JobService, timeout_s: float) -> dict[str, Any]:

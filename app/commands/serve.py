@@ -9,6 +9,8 @@
   through its environment.
 - The auth mode is decided once, at start-up (app/api_keys.py); with no API key
   configured the API is open, binds to loopback only and says so.
+- Children are supervised (app/supervisor.py): one that dies is started again with backoff,
+  and GET /health and `ocrserve status` say `degraded`, with the reason, until it is back.
 Ctrl-C (or SIGTERM) stops the API, then the worker, then the engine.
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def main(args: argparse.Namespace) -> int:
     from app.local_services import ServiceStartError, child_env, start_host_engines, start_worker, with_engine_keys
+    from app.supervisor import Supervisor
     from workers.data_dir import DataDir
     from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
     from workers.recognizers.registry import build_recognizer
@@ -39,6 +42,7 @@ def main(args: argparse.Namespace) -> int:
     settings = with_engine_keys(settings)
     data_dir = DataDir(settings.data_dir).ensure()
     children = []
+    supervisor = None
     # SIGTERM unwinds like Ctrl-C, so the children are always stopped.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -48,6 +52,8 @@ def main(args: argparse.Namespace) -> int:
         worker = start_worker(child_env(settings, **overrides), settings.worker_concurrency,
                               data_dir.root / "worker.log")
         children.append(worker)
+        # From here on a child that dies is started again, and /health says so meanwhile.
+        supervisor = Supervisor(data_dir.root, children).start()
         broker = "Redis" if settings.broker_url else f"embedded SQLite in {data_dir.root}"
         print(f"ocrserve serve: API on http://{host}:{port}, broker: {broker}, recogniser: {settings.recognizer}",
               file=sys.stderr)
@@ -58,8 +64,11 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        for child in reversed(children):
-            child.stop()
+        if supervisor is not None:
+            supervisor.stop()
+        else:
+            for child in reversed(children):
+                child.stop()
     return 0
 
 

@@ -1,7 +1,8 @@
 """`ocrserve status`: the job store, the broker and the workers, as `GET /health` reports them
-(plus the workers' names), from the settings this machine's services read (OCRSERVE_*).
+(plus the workers' names), from the settings this machine's services read (OCRSERVE_*); under
+a running `ocrserve serve`, also the children it supervises (worker, engines).
 
-Exit code 0 when the job store and the broker answer, 1 when either does not. `--json`
+Exit code 0 when the job store and the broker answer and no supervised child is down, else 1. `--json`
 prints the report as JSON.
 """
 from __future__ import annotations
@@ -50,7 +51,15 @@ def main(args: argparse.Namespace) -> int:
             print(f"workers:   unknown ({workers.get('detail', '')})")
         else:
             print(f"workers:   {workers['count']}" + (f" ({', '.join(workers['names'])})" if workers["names"] else ""))
+        for name, child in report.get("children", {}).items():
+            print(f"{name + ':':<10} {_child_line(child)}")
     return 0 if status.ok else 1
+
+
+def _child_line(child: dict) -> str:
+    """A child `serve` supervises: running (and how often it was restarted), or DOWN and why."""
+    restarts = f", restarted {child['restarts']} time(s)" if child.get("restarts") else ""
+    return ("running" if child["ok"] else f"DOWN: {child.get('detail', '')}") + restarts
 
 
 def _line(check: dict, count_key: str | None = None, count_label: str = "") -> str:

@@ -63,3 +63,30 @@ def test_status_names_a_postgresql_job_store_and_says_when_it_stops_answering(tm
     code, report = _status(env)
     assert code == 1 and report["status"] == "degraded"
     assert report["database"]["ok"] is False and report["database"]["kind"] == "postgresql"
+
+
+def test_status_and_health_say_degraded_while_a_child_of_serve_is_down_and_ignore_a_dead_serves_report(tmp_path):
+    from workers.data_dir import DataDir
+    from workers.service_status import write_children_report
+
+    env = service_env(tmp_path / "data")
+    data = DataDir(tmp_path / "data").ensure().root
+    # As serve's supervisor writes it (this process stands in for the live serve).
+    write_children_report(data, {"worker": {"ok": False, "detail": "the worker was killed by SIGKILL; starting it "
+                                            "again in 1 s", "restarts": 0},
+                                 "engine": {"ok": True, "pid": 1, "restarts": 2}})
+    code, report = _status(env)
+    assert code == 1 and report["status"] == "degraded", report
+    assert "killed by SIGKILL" in report["children"]["worker"]["detail"]
+    human = subprocess.run([sys.executable, "-m", "app.commands.status"], env=env, cwd=REPO_ROOT,
+                           capture_output=True, text=True, timeout=120).stdout
+    assert "worker:    DOWN: the worker was killed by SIGKILL" in human and "restarted 2 time(s)" in human, human
+    health = TestClient(create_app(Settings(data_dir=data))).get("/health").json()
+    assert health["status"] == "degraded" and health["children"]["worker"]["ok"] is False
+
+    # A report whose serve is gone (killed outright) says nothing.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    report_path = data / "serve-children.json"
+    report_path.write_text(json.dumps({"pid": int(dead.stdout), "children": {"worker": {"ok": False}}}))
+    code, report = _status(env)
+    assert code == 0 and report["status"] == "ok" and "children" not in report, report
