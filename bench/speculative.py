@@ -167,8 +167,8 @@ def measure(name: str, sides: dict[str, tuple[Engine, list[SamplingParams]]], pr
             for side, (engine, params) in sides.items():
                 runs[side].append(run_pass(engine, prompts, params, together, images))
         base = next(iter(runs))
-        assert all(r["outputs"] == runs[base][0]["outputs"] for side in runs for r in runs[side]), \
-            f"{name}: drafted output differs from undrafted"
+        if not all(r["outputs"] == runs[base][0]["outputs"] for side in runs for r in runs[side]):   # under -O too
+            raise RuntimeError(f"{name}: drafted output differs from undrafted")
         medians = {side: statistics.median(r["seconds"] for r in rs) for side, rs in runs.items()}
         for side, rs in runs.items():
             last = rs[-1]
