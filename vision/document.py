@@ -234,7 +234,7 @@ class Document:
             pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
         except InputError:
             raise
-        except (RuntimeError, ValueError) as exc:
+        except _MUPDF_ERRORS as exc:
             raise CorruptDocumentError(f"page {page_index + 1} of the PDF cannot be rendered ({exc})") from exc
         image = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
         return image, used_dpi
@@ -250,6 +250,10 @@ class Document:
         return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0), stated_dpi * size[0] / image.width
 
 
+# What MuPDF raises for a damaged file or page: its FzError* classes (a malformed page tree met
+# only when the page loads, say) derive from Exception, not from RuntimeError like FileDataError;
+# IndexError when a page the page tree counted cannot be found (the caller's index was checked).
+_MUPDF_ERRORS = (RuntimeError, ValueError, IndexError, pymupdf.mupdf.FzErrorBase)
 def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupdf.Document:
     """`source`: the bytes or the file; `tail`: its last PDF_TRAILER_WINDOW bytes."""
     # MuPDF "repairs" a cut-off file into whatever pages survive; a truncated
@@ -261,14 +265,14 @@ def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupd
             pdf = pymupdf.open(str(source), filetype="pdf")
         else:
             pdf = pymupdf.open(stream=source, filetype="pdf")
-    except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError is a RuntimeError
+    except _MUPDF_ERRORS as exc:  # pymupdf.FileDataError is a RuntimeError
         raise CorruptDocumentError("the PDF is damaged and cannot be read") from exc
     if pdf.needs_pass:
         pdf.close()
         raise EncryptedPDFError("the PDF is password-protected; remove the password and upload it again")
     try:
         num_pages = pdf.page_count
-    except (RuntimeError, ValueError) as exc:   # e.g. a page tree whose count is invalid ("code=7")
+    except _MUPDF_ERRORS as exc:   # e.g. a page tree whose count is invalid ("code=7")
         pdf.close()
         raise CorruptDocumentError("the PDF is damaged and cannot be read: its page tree is invalid") from exc
     if num_pages == 0:

@@ -1,10 +1,11 @@
 """One upload through the intake, as fuzz_intake.py fuzzes it and test_intake_fuzz.py replays it.
 
 Validation (`Upload.open`: what the API runs before accepting an upload) may refuse only with
-a documented `vision.limits.InputError`. Rendering is the worker's: any exception there is
-recorded as a failed page (workers/job_runner.py), so only a hang or a memory blow-up is a
-defect there, which libFuzzer's -timeout and -rss_limit_mb catch (and the replay's pytest
-timeout).
+a documented `vision.limits.InputError` that says why. Rendering (the worker's) may likewise
+refuse a page only with one (`CorruptDocumentError`: the page is recorded as failed with its
+message); any other exception out of `render_page` is a crash, a defect even though the worker
+would record it too, and so is a hang or a memory blow-up, which libFuzzer's -timeout and
+-rss_limit_mb catch (and the replay's pytest timeout).
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def check_one(data: bytes, allow_known: bool = True) -> None:
     upload.sha256()
     try:
         document = upload.open(LIMITS)
-    except InputError:
+    except InputError as refusal:   # refused with a clear error
+        assert str(refusal).strip(), f"{type(refusal).__name__} without a message"
         return
-    except Exception as exc:
+    except Exception as exc:        # crashed
         if allow_known and is_known(exc):
             return
         raise
@@ -43,7 +45,12 @@ def check_one(data: bytes, allow_known: bool = True) -> None:
         for index in range(min(document.num_pages, 2)):
             try:
                 page = document.render_page(index, dpi=20)
-            except Exception:   # noqa: BLE001 - the worker records the page as failed
+            except InputError as refusal:   # the page refused with a clear error: recorded as failed
+                assert str(refusal).strip(), f"{type(refusal).__name__} without a message"
                 continue
+            except Exception as exc:        # crashed
+                if allow_known and is_known(exc):
+                    continue
+                raise
             assert page.image.width >= 1 and page.image.height >= 1
             assert page.image.width * page.image.height <= LIMITS.max_page_pixels

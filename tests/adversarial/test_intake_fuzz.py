@@ -73,3 +73,16 @@ def test_pdf_with_an_invalid_page_count_is_a_documented_refusal():
 
     with pytest.raises(CorruptDocumentError, match="page tree"):
         Upload("upload.pdf", (CRASHES / "pdf-invalid-page-count.pdf").read_bytes()).open(LIMITS)
+
+
+def test_a_page_tree_that_breaks_only_when_its_pages_load_is_a_documented_refusal():
+    """Found once rendering errors stopped being swallowed (issue 33): a PDF that opens with two
+    pages whose page tree is malformed; loading page 1 raised MuPDF's FzErrorFormat and page 2
+    pymupdf's IndexError, neither a RuntimeError, so both escaped `render_page` undocumented."""
+    from vision.limits import CorruptDocumentError
+
+    with Upload("upload.pdf", (CRASHES / "pdf-malformed-page-tree-at-render.pdf").read_bytes()).open(LIMITS) as doc:
+        assert doc.num_pages == 2
+        for index, reason in ((0, "malformed page tree"), (1, "not in document")):
+            with pytest.raises(CorruptDocumentError, match=reason):
+                doc.render_page(index, dpi=20)
