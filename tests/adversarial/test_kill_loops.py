@@ -135,16 +135,17 @@ def test_kill_9_of_worker_api_and_engine_mid_job_loses_and_duplicates_nothing(tm
     num_pages = num_fallback = 0
     for job, result in zip(finals, results):
         assert job["state"] == "done", job
-        # Each page once in the store: no page lost, none recorded twice; each ended (done, or failed with why).
+        # Each page once in the store: no page lost, none recorded twice; each done (read, or from its
+        # text layer past its retries, which says so): a page failed by the kills is a lost page.
         assert sorted((p["file"], p["page"]) for p in job["pages"]) == [(1, n) for n in range(1, PAGES_PER_JOB + 1)]
-        assert all(p["state"] == "done" or (p["state"] == "failed" and p["reason"]) for p in job["pages"]), job
-        # ... and once in the result, in order, each page's own text once.
+        assert all(p["state"] == "done" for p in job["pages"]), job
+        # ... and once in the result, in order, each page's own text there exactly once.
         assert result.status_code == 200, result.text
         pages = result.json()["documents"][0]["pages"]
         assert [p["page"] for p in pages] == list(range(1, PAGES_PER_JOB + 1))
         for page_no, page in enumerate(pages):
             text = " ".join(region["text"] for region in page["regions"])
-            assert text.count(samples.PAGE_WORDS[page_no % len(samples.PAGE_WORDS)]) <= 1, text
+            assert text.count(samples.PAGE_WORDS[page_no % len(samples.PAGE_WORDS)]) == 1, (page_no + 1, text)
         num_pages += len(pages)
         num_fallback += sum(p["regions_fallback"] > 0 for p in job["pages"])
     assert sum(kills_mid_job.values()) >= KILLS // 2, kills_mid_job
