@@ -5,7 +5,7 @@ not for long.
 |-----------------------------------|-------------------------------------------------------------|
 | database connections of a download | none held while the client is written to: the blob store reads each chunk in its own short transaction (workers/blob_store.py) |
 | a client that stops reading       | `download_idle_timeout_s`: a piece of the body the connection does not take within it ends the download (its slot freed, the connection closed once the kernel lets go of it) |
-| one key's downloads at once       | `DownloadGate` (`max_concurrent_downloads_per_key`): over it 429 with Retry-After, before any byte is read |
+| one key's result downloads at once | `DownloadGate` (`max_concurrent_downloads_per_key`): over it 429 with Retry-After, before any byte is read (figures, small and loaded many at once by a page of Markdown, are not counted) |
 
 A client that vanishes (its socket closed or reset) ends its download at once: the server
 sees the disconnect, the stream is cancelled and its slot freed.
@@ -62,11 +62,12 @@ class _Stalled(Exception):
 
 
 class GuardedDownload(Response):
-    """`inner` (a file or a stream of chunks) sent under the owner's slot in `gate`, every
-    message to the client bounded by `idle_timeout_s`; `close` ends the chunk source whatever
+    """`inner` (a file or a stream of chunks) sent under the owner's slot in `gate` (None: not
+    counted; figures, which a page of Markdown loads all at once), every message to the client
+    bounded by `idle_timeout_s`; `close` ends the chunk source whatever
     happens (a cancelled stream otherwise waits for the garbage collector)."""
 
-    def __init__(self, inner: Response, gate: DownloadGate, owner: str, idle_timeout_s: float,
+    def __init__(self, inner: Response, gate: DownloadGate | None, owner: str, idle_timeout_s: float,
                  close: Callable[[], None] | None = None):
         # Not Response.__init__: the body is the inner response's. FastAPI reads these attributes.
         self.inner, self.gate, self.owner = inner, gate, owner
@@ -75,6 +76,9 @@ class GuardedDownload(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
+            if self.gate is None:
+                await self._send_inner(scope, receive, send)
+                return
             if not self.gate.enter(self.owner):
                 refusal = error_response(
                     429, "too_many_downloads", f"this key has {self.gate.limit} downloads running already; "

@@ -11,6 +11,7 @@
 | an encrypted, damaged or empty document | 422 |
 | a bad option (pages, formats, dpi) | 400 |
 | asking for results of a job that has not finished | 409 |
+| a key downloading more results at once than allowed | 429 (Retry-After) |
 | the job queue is down | 503 |
 """
 from __future__ import annotations

@@ -128,19 +128,22 @@ def get_result(job_id: str, request: Request, context: Context, owner: Owner,
 
 
 @router.get("/{job_id}/figures/{name}", summary="A figure crop the Markdown links to")
-def get_figure(job_id: str, name: str, request: Request, context: Context, owner: Owner) -> Response:
+def get_figure(job_id: str, name: str, context: Context, owner: Owner) -> Response:
     jobs = context.jobs
     path = jobs.figure_path(_owned_job(jobs, owner, job_id), name)
     response = None if path is None else stored_file_response(jobs.blobs, path, "image/png")
     if response is None:
         raise ApiError(404, "not_found", "no such figure")
-    return _guarded(request, context, owner, response)
+    # Not counted against the key's downloads: a page of Markdown loads its figures all at once.
+    return _guarded(None, context, owner, response)
 
 
-def _guarded(request: Request, context: ApiContext, owner: str, response: Response) -> GuardedDownload:
-    """The download under the owner's download slot and the idle timeout (app/downloads.py)."""
+def _guarded(request: Request | None, context: ApiContext, owner: str, response: Response) -> GuardedDownload:
+    """The download under the idle timeout and, given the request, the owner's download slot
+    (app/downloads.py)."""
     chunks = getattr(response, "source_chunks", None)
-    return GuardedDownload(response, download_gate(request), owner, context.settings.download_idle_timeout_s,
+    gate = download_gate(request) if request is not None else None
+    return GuardedDownload(response, gate, owner, context.settings.download_idle_timeout_s,
                            close=getattr(chunks, "close", None))
 
 

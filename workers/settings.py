@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     # An upload that sends nothing for this long is ended (408) and its slot freed: a client that
     # stalls mid-body (slow-loris) cannot hold the upload slots for ever.
     upload_idle_timeout_s: float = Field(30.0, gt=0, le=3600)
-    # Results and figures one key downloads at once from this API process; the next gets 429 + Retry-After.
+    # Results one key downloads at once from this API process; the next gets 429 + Retry-After.
     max_concurrent_downloads_per_key: int = Field(4, ge=1)
     # A download whose client takes nothing for this long is ended and its slot freed (app/downloads.py).
     download_idle_timeout_s: float = Field(30.0, gt=0, le=3600)
