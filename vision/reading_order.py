@@ -20,6 +20,7 @@ boxed whole) is read column by column (`order_text_lines`).
 """
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -37,6 +38,8 @@ GAP_TOLERANCE = 2.0          # pixels: boxes overlapping by less than twice this
 MIN_REGION_COLUMN_SHARE = 0.1  # of the body's width: a run of page numbers beside a contents list is no column
 MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are not a column of their own
 MIN_LINE_COLUMN_LINES = 2
+MIN_LINE_COLUMN_ASPECT = 3.0  # median width / height of a column's lines: narrower ones are cells of rows
+                              # (a printed matrix, a listing's continuation marks), not a column of text
 
 
 class PageRole(StrEnum):
@@ -97,10 +100,11 @@ def order_regions(regions: Sequence[Region], page_height: float) -> list[tuple[i
 class _CutRules:
     min_column_share: float = 0.0   # of the group's width, that each column must span
     min_column_items: int = 1       # boxes each column must hold
+    min_column_aspect: float = 0.0  # median width / height its boxes must have
 
 
 REGION_RULES = _CutRules(MIN_REGION_COLUMN_SHARE)
-LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES)
+LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES, MIN_LINE_COLUMN_ASPECT)
 
 
 def order_boxes(boxes: Sequence[Box]) -> list[int]:
@@ -148,7 +152,13 @@ def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, fl
     if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < rules.min_column_share * width
            for col in columns):
         return None
+    if rules.min_column_aspect and any(_median_aspect(col, boxes) < rules.min_column_aspect for col in columns):
+        return None
     return columns
+
+
+def _median_aspect(ids: list[int], boxes: Sequence[Box]) -> float:
+    return statistics.median((boxes[i][2] - boxes[i][0]) / max(boxes[i][3] - boxes[i][1], 1e-6) for i in ids)
 
 
 def _split_rows(ids: list[int], boxes: Sequence[Box]) -> list[list[int]]:
@@ -225,9 +235,10 @@ def _row_order(ids: list[int], boxes: Sequence[Box]) -> list[int]:
 def order_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     """The lines of a text region in reading order: rows, unless the region holds columns of
     lines (an index, a two-column block the layout model boxed whole), which are read one
-    after the other. A column must be `MIN_LINE_COLUMN_SHARE` of the region's width and hold
-    `MIN_LINE_COLUMN_LINES` lines, so a row split by the detector, a table of contents' page
-    numbers or a short label beside its text stays in rows. Rows use the lines' own bands."""
+    after the other. A column must be `MIN_LINE_COLUMN_SHARE` of the region's width, hold
+    `MIN_LINE_COLUMN_LINES` lines and have lines of text, not cells (`MIN_LINE_COLUMN_ASPECT`),
+    so a row split by the detector, a table of contents' page numbers, a short label beside
+    its text or a printed matrix's columns of numbers stays in rows. Rows use the lines' own bands."""
     boxes = [(line.bbox[0], line.band[0], line.bbox[2], line.band[1]) for line in lines]
     order = _xy_cut(list(range(len(lines))), boxes, LINE_RULES)
     return [lines[i] for i in order]

@@ -144,3 +144,14 @@ def test_an_index_column_ending_in_page_numbers_is_a_column():
     right_numbers = [(870, 100 + 25 * i, 900, 120 + 25 * i) for i in range(6)]
     ordered = [line.bbox for line in order_text_lines(_lines(*right_entries, *entries, *right_numbers, *numbers))]
     assert ordered == [box for pair in [*zip(entries, numbers), *zip(right_entries, right_numbers)] for box in pair]
+
+
+def test_a_printed_matrix_is_read_row_by_row_not_column_by_column():
+    # R's printout of a 4x5 matrix: a header row "[,1] ... [,5]", then "[i,]  a  b  c  d  e", each number its
+    # own detected line. Its aligned columns leave gutters the whole height, but they hold cells, not text.
+    xs = [40, 160, 240, 320, 400, 480]
+    boxes = [(x, 100 + 30 * row, x + (60 if col == 0 else 20 + 10 * (row > 2)), 120 + 30 * row)
+             for row in range(5) for col, x in enumerate(xs) if (row, col) != (0, 0)]
+    ordered = [line.bbox for line in order_text_lines(_lines(*reversed(boxes)))]
+    assert ordered == boxes
+
