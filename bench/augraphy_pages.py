@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import cv2
+import matplotlib.font_manager  # noqa: F401  augraphy's scribbles use it without importing it
 import numpy as np
 import pymupdf
 from PIL import Image
