@@ -69,7 +69,7 @@ class Request:
     arrival_time: float = field(default_factory=time.monotonic)
     multimodal: MultimodalInputs | None = None
     # engine.spec.state.DraftState, built by engine/spec/policy.py; typed `object`: engine/spec imports
-    # this module, and importing it back would close a circle (tests/engine/test_import_graph.py)
+    # this module, and importing it back would close a circle (tests/test_import_graph.py)
     draft: object | None = None
 
     status: RequestStatus = RequestStatus.WAITING

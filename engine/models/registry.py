@@ -7,7 +7,7 @@ the transformers processor a checkpoint leaves unnamed, `models/vision_tower.py`
 Classes are named by dotted path ("module:Class") and imported when a checkpoint asks for
 them: the VLM modules import transformers' vision code, and this table imports no engine
 module, so everything above can read it without an import circle
-(tests/engine/test_import_graph.py).
+(tests/test_import_graph.py).
 
 To add a model: its class in engine/models/<name>.py (the hooks of `models/hooks.py` where it
 drafts, rescores or has MTP layers), then one row below.
