@@ -106,6 +106,17 @@ def child_env(settings: Settings, **overrides: str | None) -> dict[str, str]:
     return env
 
 
+# The OCRSERVE_* variables an engine reads (engine/loader.py, engine/server/cli_args.py). Nothing
+# else of the service's settings reaches an engine: not the users' API keys, the database URL and
+# its password, the broker's URL, or another engine's key.
+ENGINE_VARIABLES = frozenset({"OCRSERVE_CACHE_DIR", "OCRSERVE_ENGINE_API_KEY", "OCRSERVE_ENGINE_ADMIN_KEY"})
+
+
+def engine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the OCRSERVE_* settings an engine does not read."""
+    return {key: value for key, value in env.items() if not key.startswith("OCRSERVE_") or key in ENGINE_VARIABLES}
+
+
 def with_engine_keys(settings: Settings) -> Settings:
     """`settings` with a key for every engine `serve`/`run` start: the configured one, else a random
     internal key made now; workers get it through their environment (`child_env`). An engine
@@ -191,8 +202,9 @@ def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path
     model = model or settings.recognizer_model
     command = [sys.executable, "-m", "engine.server", "--model", model, "--host", "127.0.0.1",
                "--port", str(port), *extra_args]
+    env = engine_env(env)
     if api_key is not None:
-        env = {**env, "OCRSERVE_ENGINE_API_KEY": api_key}
+        env["OCRSERVE_ENGINE_API_KEY"] = api_key
     engine = ManagedProcess("engine", command, env, log_path, capture_stdout=True)
     url = _wait_for_ready_line(engine, ready_timeout_s)
     if url is None:
