@@ -35,7 +35,17 @@ def test_compose_runs_postgres_redis_engine_worker_and_api_from_our_image():
     assert services["engine-gpu"]["profiles"] == ["gpu"]
     assert services["redis"]["image"].startswith("redis:")
     assert services["postgres"]["image"].startswith("postgres:")
-    assert "--requirepass" in services["redis"]["command"]
+    # secrets by environment, never on a command line (any local user reads argv)
+    assert services["redis"]["environment"]["REDIS_PASSWORD"].startswith("${OCRSERVE_REDIS_PASSWORD:?")
+    assert "requirepass %s" in services["redis"]["command"][-1] and "OCRSERVE_REDIS_PASSWORD" not in \
+        " ".join(services["redis"]["command"])
+    postgres = services["postgres"]
+    assert postgres["environment"]["POSTGRES_USER"] == "postgres" and postgres["environment"]["OCRSERVE_DB_USER"] \
+        == "ocrserve", "the app's role is not the superuser"
+    assert postgres["environment"]["POSTGRES_PASSWORD"].startswith("${OCRSERVE_DB_ADMIN_PASSWORD:?")
+    assert "./deploy/postgres-init.sh:/docker-entrypoint-initdb.d/10-ocrserve-role.sh:ro" in postgres["volumes"]
+    for name, service in services.items():   # the superuser's password goes to the postgres service only
+        assert name == "postgres" or "OCRSERVE_DB_ADMIN_PASSWORD" not in str(service), name
     for name in ("engine", "extraction", "worker", "api"):
         assert services[name]["build"] == "."
     volumes = set()
