@@ -144,9 +144,10 @@ class AsyncEngine:
         """images: see Engine.make_request (encoded bytes, one per image placeholder in the prompt)."""
         if not self.is_ready:
             raise EngineOverloadedError("the engine is still loading")
-        if images or params.grammar is not None:
-            # Decoding images or compiling a grammar takes a while: off the event loop. Tokenising stays here
-            # (one tokenizer must not be used from two threads at once).
+        if images or params.grammar is not None or params.draft_text is not None:
+            # Decoding images, compiling a grammar or tokenising a client's draft (up to its output budget,
+            # engine/spec/policy.py) takes a while: off the event loop, so /health and other streams go on. A string
+            # prompt is tokenised here (the server sends ids, tokenised on its prompt thread).
             ids = self.tokenize(prompt) if isinstance(prompt, str) else prompt
             self._num_building += 1
             try:

@@ -159,8 +159,10 @@ class Engine:
                     raise PromptTooLongError(len(prompt_ids), limit)
         elif images:
             raise InvalidRequestError(f"model {self.config.model!r} does not accept images", param="images")
-        # its drafter and drafts, whether the model may rescore it (engine/spec/policy.py)
-        draft = self.drafts.new_state(params, multimodal)
+        max_output_len = min(params.max_tokens, self.context_length - len(prompt_ids))
+        # its drafter and drafts (no longer than its output can be), whether the model may rescore it
+        # (engine/spec/policy.py)
+        draft = self.drafts.new_state(params, multimodal, max_output_len)
         grammar_state = None
         if params.grammar is not None:
             # May block up to the compile timeout: AsyncEngine calls this off the event loop.
@@ -177,7 +179,7 @@ class Engine:
             params=params,
             sampler_state=SamplerState(params, prompt_ids, self.vocab_size),
             stop_checker=StopChecker(params, self.eos_token_ids, self.detok_tokenizer, prompt_ids),
-            max_output_len=min(params.max_tokens, self.context_length - len(prompt_ids)),
+            max_output_len=max_output_len,
             tenant=tenant,
             multimodal=multimodal,
             grammar_state=grammar_state,

@@ -5,6 +5,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from engine.spec.align import DraftCursor
+
 if TYPE_CHECKING:
     from engine.request import Request
 
@@ -50,7 +52,7 @@ class ModelDrafter(Drafter):
     name = "ctc"
 
     def propose(self, req: Request, k: int) -> list[int]:
-        return propose_aligned(req.draft.model_ids, req.output_ids, k)
+        return _follow(req.draft.model_cursor, req.output_ids, k)
 
 
 class TextDrafter(Drafter):
@@ -68,8 +70,8 @@ class TextDrafter(Drafter):
 
     def draft(self, req: Request, k: int) -> tuple[list[int], str]:
         state = req.draft
-        text = aligned(state.text_ids, req.output_ids)
-        own = aligned(state.model_ids, req.output_ids) if state.model_ids else None
+        text = state.text_cursor.locate(req.output_ids) if state.text_cursor is not None else None
+        own = state.model_cursor.locate(req.output_ids) if state.model_cursor is not None else None
         ranked = [(text, state.text_ids, self.name), (own, state.model_ids, ModelDrafter.name)]
         for exact in (True, False):
             for found, draft, method in ranked:
@@ -79,30 +81,19 @@ class TextDrafter(Drafter):
 
 
 def aligned(draft: Sequence[int] | None, out: Sequence[int]) -> tuple[int, bool] | None:
-    """Where in a draft of the whole output the output so far leaves off, and whether the draft
-    starts with the output exactly (else realigned: after the place nearest the output's length
-    where the output's final 4, 3 or 2 tokens occur, since a reading that skipped or added a
-    character stays roughly in step with the draft and a short tail like ' t' occurs all over a
-    line); None where neither holds."""
-    if not draft:
-        return None
-    m = len(out)
-    if m <= len(draft) and list(draft[:m]) == list(out):
-        return m, True
-    for n in (4, 3, 2):
-        if m < n:
-            continue
-        tail = list(out[-n:])
-        ends = [start + n for start in range(len(draft) - n + 1) if list(draft[start:start + n]) == tail]
-        if ends:
-            return min(ends, key=lambda e: (abs(e - m), -e)), False
-    return None
+    """Where in a draft of the whole output the output so far leaves off (`DraftCursor.locate`,
+    from the start: a request's drafters keep a cursor on its `DraftState` instead)."""
+    return DraftCursor(draft).locate(out) if draft else None
 
 
 def propose_aligned(draft: Sequence[int] | None, out: Sequence[int], k: int) -> list[int]:
     """Up to k tokens of a draft of the whole output to follow the output so far (`aligned`)."""
-    found = aligned(draft, out) if k > 0 else None
-    return [] if found is None else list(draft[found[0]:found[0] + k])
+    return _follow(DraftCursor(draft) if draft else None, out, k)
+
+
+def _follow(cursor: DraftCursor | None, out: Sequence[int], k: int) -> list[int]:
+    found = cursor.locate(out) if cursor is not None and k > 0 else None
+    return [] if found is None else list(cursor.draft[found[0]:found[0] + k])
 
 
 class NgramDrafter(Drafter):

@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 
 # The most tokens of a grammar's forced text drafted in one step (a JSON key with its quotes and colon).
 GRAMMAR_DRAFT_TOKENS = 12
+# A client's draft is tokenised only as far as the request's output budget can reach: this many
+# characters a token (a generous bound, for runs of spaces or digits one token spells; a draft's
+# tokens past a cut are lost drafts, never a different output).
+DRAFT_CHARS_PER_TOKEN = 16
 
 
 def extra_kv_layers(config: EngineConfig, model_config: ModelConfig) -> int:
@@ -146,25 +150,27 @@ class DraftPolicy:
     num_draft_chosen = property(lambda self: self.rescorer.num_draft_chosen if self.rescorer is not None else 0)
 
     # -- a request is built (on the caller's thread: reads no engine state) -------------
-    def new_state(self, params: SamplingParams, multimodal: MultimodalInputs | None) -> DraftState | None:
-        """What speculative decoding keeps on a new request; None: it neither drafts nor is rescored."""
+    def new_state(self, params: SamplingParams, multimodal: MultimodalInputs | None,
+                  max_output_len: int) -> DraftState | None:
+        """What speculative decoding keeps on a new request (`max_output_len`: the most tokens it
+        may output); None: it neither drafts nor is rescored."""
         rescore = self.rescorer is not None and self.rescorer.wants(params)
         model_ids = None
         if multimodal is not None and (self.model_drafter is not None or rescore) and params.allows_draft:
             model_ids = self.model.draft_tokens(multimodal)
-        drafter, text_ids = self.choose(params, model_ids)
+        drafter, text_ids = self.choose(params, model_ids, max_output_len)
         rescore = rescore and model_ids is not None
         if drafter is None and not rescore:
             return None
         return DraftState(drafter=drafter, model_ids=model_ids, text_ids=text_ids, rescore=rescore)
 
-    def choose(self, params: SamplingParams, model_ids: list[int] | None) -> tuple[Drafter | None, list[int] | None]:
+    def choose(self, params: SamplingParams, model_ids: list[int] | None,
+               max_output_len: int) -> tuple[Drafter | None, list[int] | None]:
         """A request's drafter, and its client draft tokenised where that is what it drafts from."""
         if params.draft_text is not None and self.client_drafter is not None:
             # The client's expected output (a text layer's line) is the draft, not the model's own,
             # which still serves rescoring. Any request: verification is exact for all of them.
-            text_ids = self.tokenizer.encode(params.draft_text, add_special_tokens=False) + self.eos_ids
-            return self.client_drafter, text_ids
+            return self.client_drafter, self.client_draft(params.draft_text, max_output_len)
         if model_ids is not None:
             return self.model_drafter, None      # None with speculative_tokens=0: rescoring only
         if self.text_drafter is not None:
@@ -172,6 +178,15 @@ class DraftPolicy:
             # position, and keeps a sampled request's drafts by rejection sampling (verify.py).
             return (self.text_drafter if params.grammar is None else self.grammar_drafter), None
         return None, None
+
+    def client_draft(self, text: str, max_output_len: int) -> list[int]:
+        """`draft_text` tokenised + EOS, cut to the `max_output_len` tokens the request can ever
+        output (no token past them is ever verified): the tokenizer reads at most
+        DRAFT_CHARS_PER_TOKEN characters a token of it, so its work is bounded by the request's
+        budget, not by the draft's length. AsyncEngine builds a request with a draft off the event
+        loop."""
+        ids = self.tokenizer.encode(text[:max_output_len * DRAFT_CHARS_PER_TOKEN], add_special_tokens=False)
+        return (ids + self.eos_ids)[:max_output_len]
 
     # -- the step ------------------------------------------------------------------------
     def after_step(self, scheduled: ScheduledBatch, verdicts: list) -> None:

@@ -11,7 +11,10 @@ runner and `verify.py` read them like the request's other tokens of the step.
 | model_ids        | the model's own draft of the whole output (house-ocr: its CTC     |
 |                  | reading + EOS; `ModelHooks.draft_tokens`), or None                |
 | text_ids         | the client's draft of the whole output (`draft_text`, e.g. a PDF  |
-|                  | text layer's line) + EOS, or None                                 |
+|                  | text layer's line) + EOS, at most the request's output budget     |
+|                  | (policy.py cuts it), or None                                      |
+| model_cursor     | where the output so far leaves off in model_ids / text_ids        |
+| text_cursor      | (align.py), kept from step to step; built from them               |
 | method           | the drafting method of the `spec_ids` the current step verifies   |
 |                  | (engine/metrics.py's SPEC_METHODS), set with them                 |
 | held             | a draft made at the end of a step for the next (MTP):             |
@@ -31,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from engine.spec.align import DraftCursor
+
 if TYPE_CHECKING:
     from engine.spec.drafters import Drafter
 
@@ -46,3 +51,9 @@ class DraftState:
     num_accepted: int = 0
     rescore: bool = False
     output_log_probs: list[float] = field(default_factory=list)
+    model_cursor: DraftCursor | None = field(default=None, init=False)
+    text_cursor: DraftCursor | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.model_cursor = DraftCursor(self.model_ids) if self.model_ids else None
+        self.text_cursor = DraftCursor(self.text_ids) if self.text_ids else None

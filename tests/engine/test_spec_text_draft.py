@@ -7,6 +7,8 @@ field and refuses a non-string."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Sequence
 
 import pytest
 
@@ -14,7 +16,9 @@ from engine.config import EngineConfig
 from engine.engine import Engine
 from engine.errors import InvalidRequestError
 from engine.metrics import EngineMetrics
+from engine.request import Request
 from engine.sampling_params import SamplingParams
+from engine.spec import DraftState, TextDrafter
 from tests.engine.test_house_ocr import LINES, png, prompt, render
 
 
@@ -114,3 +118,96 @@ def test_text_drafts_under_grammars_stops_chunked_prefill_and_retraction():
     assert eng.scheduler.num_retractions > 0
     assert eng.num_accepted_draft_tokens > 0
     eng.pool.check_invariants()
+
+
+# -- bounds: a client's draft costs what the request's output budget allows, whatever its length --
+
+class CountingIds(Sequence):
+    """A draft's token ids that count how many of them are read (a slice counts its length)."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids, self.num_read = ids, 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        got = self.ids[i]
+        self.num_read += len(got) if isinstance(i, slice) else 1
+        return got
+
+
+class RecordingTokenizer:
+    """A tokenizer's `encode`, recording the length of each text and the thread it runs on."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer, self.text_lens, self.threads = tokenizer, [], []
+
+    def encode(self, text: str, **kwargs) -> list[int]:
+        self.text_lens.append(len(text))
+        self.threads.append(threading.current_thread())
+        return self.tokenizer.encode(text, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def smol():
+    return Engine(EngineConfig(model="smollm2-135m", context_length=512, kv_tokens=4096, debug=True))
+
+
+def test_a_draft_is_cut_to_the_tokens_its_request_can_output(smol):
+    """65,536 emoji are 3 tokens each: the bound is the request's budget in tokens (max_tokens, or
+    the context left after the prompt), and the tokenizer never reads the whole draft."""
+    recorder = RecordingTokenizer(smol.tokenizer)
+    smol.drafts.tokenizer = recorder
+    try:
+        req = smol.make_request("Describe the sea.", SamplingParams(temperature=0.0, max_tokens=16,
+                                                                     draft_text="\U0001F600" * 65536))
+        assert len(req.draft.text_ids) == 16
+        long_prompt = list(range(1000, 1000 + 500))        # 12 tokens of context left
+        req = smol.make_request(long_prompt, SamplingParams(temperature=0.0, max_tokens=256,
+                                                             draft_text="\U0001F600" * 65536))
+        assert req.max_output_len == 12 and len(req.draft.text_ids) == 12
+        assert max(recorder.text_lens) <= 256 * 16 < 65536
+        # a draft within the budget is the whole draft, as before, + EOS
+        short = "The sea is wide and deep."
+        req = smol.make_request("Describe the sea.", SamplingParams(temperature=0.0, max_tokens=64, draft_text=short))
+        assert req.draft.text_ids == smol.tokenizer.encode(short, add_special_tokens=False) + [smol.tokenizer.eos_token_id]
+    finally:
+        smol.drafts.tokenizer = smol.tokenizer
+
+
+def test_a_cut_draft_changes_no_output(smol):
+    plain = Engine(EngineConfig(model="smollm2-135m", context_length=512, kv_tokens=4096, debug=True,
+                                speculative_tokens=0))
+    question = smol.tokenizer.apply_chat_template([{"role": "user", "content": "Name three rivers."}],
+                                                  add_generation_prompt=True, tokenize=False)
+    params = SamplingParams(temperature=0.0, max_tokens=12)
+    want = plain.generate([question], params)[0]
+    long_draft = want.text + " and then a great deal more" * 2000
+    for draft in (want.text, long_draft):
+        got = smol.generate([question], dataclasses.replace(params, draft_text=draft))[0]
+        assert got.token_ids == want.token_ids
+
+
+def test_alignment_work_a_step_does_not_grow_with_the_draft():
+    """The drafter keeps a cursor into the draft: following it, each step reads the tokens it
+    proposes and those the output appended; once the output has left it, realigning reads the
+    draft once (an index of its n-grams), then a few tokens a step, for a draft of 1,000 tokens
+    as for one of 100,000."""
+    reads = {}
+    for n in (1_000, 100_000):
+        ids = CountingIds([10 + i % 50 for i in range(n)])   # a line of 50 distinct tokens, repeated
+        req = Request("r", 0, [1, 2, 3], SamplingParams(temperature=0.0), None, None, n,
+                      draft=DraftState(text_ids=ids))
+        drafter, per_step = TextDrafter(4), []
+        for step in range(200):
+            before = ids.num_read
+            proposed, _ = drafter.draft(req, 4)
+            per_step.append(ids.num_read - before)
+            if step == 100:
+                req.output_ids.append(7)                     # a token the draft does not have: realigned
+            req.output_ids.extend(proposed[:2] or [10])
+        realign_build = per_step[101]
+        reads[n] = per_step[:101] + per_step[102:]
+        assert realign_build <= 4 * n                            # the index: the draft read once (+ the proposal)
+    assert max(reads[1_000]) == max(reads[100_000]) <= 8

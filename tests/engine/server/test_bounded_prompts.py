@@ -121,3 +121,53 @@ def test_health_answers_while_a_prompt_is_being_tokenised(served, recorder):
     assert health.status_code == 200
     assert recorder.events == ["tokenize started", "health answered", "tokenize finished"]
     assert completion.status_code == 200, completion.text
+
+
+class HeldDraftTokenizer:
+    """The drafting policy's tokenizer, held inside `encode` until `release` is set, recording the
+    thread each call runs on."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.threads: list[threading.Thread] = []
+        self.events: list[str] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def encode(self, text: str, **kwargs) -> list[int]:
+        self.threads.append(threading.current_thread())
+        self.events.append("draft tokenize started")
+        self.started.set()
+        self.release.wait(timeout=10)   # a safety net only: the test asserts the order of events
+        self.events.append("draft tokenize finished")
+        return self.tokenizer.encode(text, **kwargs)
+
+
+def test_health_answers_while_a_batch_of_large_drafts_is_tokenised(served):
+    """`draft_text` is tokenised where the request is built, on the engine's builder threads, not
+    on the event loop: /health answers while it runs."""
+    app, engine = served
+    policy = engine.engine.drafts
+    held = HeldDraftTokenizer(policy.tokenizer)
+    policy.tokenizer = held
+    lines = [{"prompt": f"Line {i}:", "max_tokens": 2, "draft_text": "\U0001F600" * 65536} for i in range(4)]
+
+    async def run() -> tuple[httpx.Response, list[httpx.Response], threading.Thread]:
+        loop_thread = threading.current_thread()
+        async with _client(app) as client:
+            posts = [asyncio.create_task(client.post("/v1/completions", json=line)) for line in lines]
+            assert await asyncio.to_thread(held.started.wait, 30)
+            health = await client.get("/health")
+            held.events.append("health answered")
+            held.release.set()
+            return health, await asyncio.gather(*posts), loop_thread
+
+    try:
+        health, completions, loop_thread = asyncio.run(run())
+    finally:
+        policy.tokenizer = held.tokenizer
+        held.release.set()
+    assert health.status_code == 200
+    assert held.events[:3] == ["draft tokenize started", "health answered", "draft tokenize finished"]
+    assert held.threads and loop_thread not in held.threads
+    assert [c.status_code for c in completions] == [200] * len(lines), [c.text for c in completions]
