@@ -34,6 +34,7 @@ from vision.images import ImageInfo, decode_frame, inspect_image
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
                            EncryptedPDFError, InputError, VisionLimits)
 from vision.pages import parse_page_selection
+from vision.text_normal import normalise_text
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 PDF_EOF_MARKER = b"%%EOF"
@@ -161,7 +162,8 @@ class Document:
         return RenderedPage(page_index, image, used_dpi, time.perf_counter() - started)
 
     def text_words(self, page_index: int, dpi: float, unmapped_as_replacement: bool = False) -> list[TextWord]:
-        """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images). With
+        """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images), its text as
+        `vision.text_normal` spells it (accents on their letters, NFC, ligatures as letters). With
         `unmapped_as_replacement`, a glyph its font maps to no Unicode character comes out as
         U+FFFD instead of its glyph number (which reads like letters: "+HOOR" for "Hello")."""
         self._check_index(page_index)
@@ -175,7 +177,8 @@ class Document:
         words = []
         for x0, y0, x1, y1, text, block_no, line_no, word_no in page.get_text("words", flags=flags):
             box = pymupdf.Rect(x0, y0, x1, y1) * to_pixels
-            words.append(TextWord(text, (box.x0, box.y0, box.x1, box.y1), block_no, line_no, word_no))
+            words.append(TextWord(normalise_text(text), (box.x0, box.y0, box.x1, box.y1), block_no, line_no,
+                                  word_no))
         return words
 
     def paint_order(self, page_index: int, dpi: float) -> tuple[list[PaintedText], list[PaintedImage]]:

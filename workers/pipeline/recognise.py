@@ -1,12 +1,17 @@
 """Stage: every crop still to read goes to the recogniser in one call (so it can batch a
 page's lines), and each block gets one outcome per crop, answered ones as planned.
 
-A recogniser set up so it cannot work (`RecognizerConfigError`) fails every crop, which the
-assemble stage turns into text-layer fallbacks or failed regions. `RecognizerUnavailableError`
+Every reading is spelled as `vision.text_normal` spells text (accents on their letters, NFC,
+ligatures as letters), as the text layer's words are. A recogniser set up so it cannot work
+(`RecognizerConfigError`) fails every crop, which the assemble stage turns into text-layer
+fallbacks or failed regions. `RecognizerUnavailableError`
 escapes: retrying is the page task's decision (`workers.recognizers.last_attempt`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from vision.text_normal import normalise_text
 from workers.pipeline.page import PageWork
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, RecognizerConfigError
 
@@ -22,4 +27,11 @@ class Recognise:
         except RecognizerConfigError as exc:
             read = iter([RecognitionOutcome(None, str(exc))] * len(items))
         for work in page.blocks:
-            work.outcomes = [next(read) if isinstance(crop, RecognitionItem) else crop for crop in work.crops]
+            work.outcomes = [_normalised(next(read)) if isinstance(crop, RecognitionItem) else crop
+                             for crop in work.crops]
+
+
+def _normalised(outcome: RecognitionOutcome) -> RecognitionOutcome:
+    if outcome.text is None or outcome.text.isascii():
+        return outcome
+    return replace(outcome, text=normalise_text(outcome.text))
