@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ import httpx
 
 from workers.extraction_schema import ExtractionSchema
 from workers.settings import EXTRACTION_RETRY_BACKOFF_S, Settings
-from workers.tenant import current_tenant
+from workers.tenant import SECRET_BYTES, current_tenant, tenant_secret
 
 DEFAULT_TEXT_MODEL = "smollm2-135m"
 TEXT_ROUTE_FREQUENCY_PENALTY = 0.5
@@ -98,8 +99,10 @@ def starts_own_extraction_engine(settings: Settings) -> bool:
 
 class ExtractionClient:
     def __init__(self, endpoint: ExtractionEndpoint, timeout_s: float, connect_timeout_s: float, retries: int,
-                 max_tokens: int):
+                 max_tokens: int, tenant_secret: bytes | None = None):
         self.endpoint = endpoint
+        # keys the owners' tenants (workers.tenant); none given: one of this client's own
+        self.tenant_secret = tenant_secret or secrets.token_bytes(SECRET_BYTES)
         # Explicit clocks for every phase: no library default may cut a long generation short.
         self.timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
         self.retries = retries
@@ -108,7 +111,8 @@ class ExtractionClient:
     @classmethod
     def from_settings(cls, settings: Settings) -> ExtractionClient:
         return cls(ExtractionEndpoint.from_settings(settings), settings.extraction_timeout_s,
-                   settings.extraction_connect_timeout_s, settings.extraction_retries, settings.extraction_max_tokens)
+                   settings.extraction_connect_timeout_s, settings.extraction_retries, settings.extraction_max_tokens,
+                   tenant_secret(settings))
 
     def open(self, max_connections: int) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
@@ -123,7 +127,7 @@ class ExtractionClient:
                 "temperature": 0,
                 "response_format": {"type": "json_schema", "json_schema": {
                     "name": _format_name(schema.name), "schema": schema.schema, "strict": True}}}
-        tenant = current_tenant()   # the job owner's prefix-cache tenant (see workers.tenant)
+        tenant = current_tenant(self.tenant_secret)   # the job owner's prefix-cache tenant (see workers.tenant)
         if tenant is not None:
             body["user"] = tenant
         if self.endpoint.frequency_penalty:

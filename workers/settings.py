@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from vision.limits import VisionLimits
@@ -94,6 +94,10 @@ class Settings(BaseSettings):
     engine_port: int = Field(30000, ge=0, le=65535)
     engine_model: str = "smollm2-135m"   # what the `openai` recogniser asks for (`house` always asks house-ocr)
     engine_api_key: str | None = None
+    # Keys the engine's prefix-cache tenants (workers/tenant.py: HMAC of the job owner), so a client holding
+    # only the engine key cannot name another owner's tenant. Unset: one made once in data_dir/tenant-secret;
+    # set it where workers share no data directory.
+    tenant_secret: SecretStr | None = None
     engine_timeout_s: float = Field(120.0, gt=0)
     engine_connect_timeout_s: float = Field(5.0, gt=0)
     recognizer_max_concurrency: int = Field(48, ge=1)   # a page's lines in flight at once, so the engine batches them

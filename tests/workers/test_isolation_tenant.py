@@ -1,6 +1,6 @@
 """A job's engine requests run in its owner's prefix-cache tenant: the runner opens the owner's
 scope around recognition (and extraction), so `OpenAIVisionRecognizer` and the extraction client
-put the owner's hashed tenant in every body they build (their side is tested against the real
+put the owner's keyed-hash tenant in every body they build (their side is tested against the real
 engine in tests/engine/server/test_auth_engine.py). Real vision models and real Tesseract here;
 a recogniser that notes the tenant in force when each page's crops are sent."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from workers.job_runner import JobRunner
 from workers.job_service import JobService, Upload
 from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
-from workers.tenant import current_tenant, engine_tenant
+from workers.tenant import current_owner
 
 
 class TenantNotingTesseract(TesseractRecognizer):
@@ -19,7 +19,7 @@ class TenantNotingTesseract(TesseractRecognizer):
         self.tenants: list[str | None] = []
 
     def recognize(self, items):
-        self.tenants.append(current_tenant())
+        self.tenants.append(current_owner())
         return super().recognize(items)
 
 
@@ -35,5 +35,5 @@ def test_each_job_is_recognised_in_its_owners_tenant(tmp_path):
             assert runner.run_page(job.id, file_index, page_index, final_attempt=True) == "done"
         assert runner.finish_job(job.id)
         seen = set(recogniser.tenants[before:])
-        assert seen == {engine_tenant(owner)}, seen
-    assert current_tenant() is None, "the scope ends with the page"
+        assert seen == {owner}, seen   # keyed into its tenant by the engine clients
+    assert current_owner() is None, "the scope ends with the page"

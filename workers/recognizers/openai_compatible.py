@@ -24,9 +24,11 @@ see it unless a job asks for verify.
 
 Every request carries the job owner's prefix-cache tenant as the standard
 `user` field (our engine keys its radix cache by it, DESIGN "salted per
-tenant"; other servers take it as an end-user id): a hash of the owner, set
-around a job's work by `workers.tenant.tenant_scope`, so one key's documents never warm (or
-reveal, through `cached_tokens`) another key's cache entries.
+tenant"; other servers take it as an end-user id): a keyed hash of the owner
+(HMAC with the deployment's tenant secret), set around a job's work by
+`workers.tenant.tenant_scope`, so one key's documents never warm (or reveal,
+through `cached_tokens`) another key's cache entries, and a client holding only
+the engine key cannot name another owner's tenant.
 
 Each reply's confidence is the geometric mean of its tokens' probabilities,
 end-of-text included, from the standard `logprobs` field (our engine gives them
@@ -48,6 +50,7 @@ import base64
 import io
 import ipaddress
 import math
+import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,7 +62,7 @@ from workers.chat_batch import run_batches, supports_batch
 from workers.recognizers.base import (TASK_PROMPTS, RecognitionItem, RecognitionOutcome, RecognizerConfigError,
                                       RecognizerUnavailableError)
 from workers.settings import Settings
-from workers.tenant import current_tenant
+from workers.tenant import SECRET_BYTES, current_tenant, tenant_secret
 
 MAX_TOKENS = {RecognitionTask.TEXT: 512, RecognitionTask.TABLE: 4096, RecognitionTask.FORMULA: 1024}
 TEMPERATURE_LADDER = (0.0, 0.4)
@@ -70,8 +73,11 @@ _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "mode
 class OpenAIVisionRecognizer:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
                  connect_timeout_s: float = 5.0, max_concurrency: int = 16, reads_single_lines: bool = False,
-                 name: str = "openai"):
+                 name: str = "openai", tenant_secret: bytes | None = None):
         self.name = name
+        # keys the owners' tenants (workers.tenant); none given: one of this recogniser's own, so owners
+        # stay apart, though its tenants are not the other workers'
+        self.tenant_secret = tenant_secret or secrets.token_bytes(SECRET_BYTES)
         self.reads_single_lines = reads_single_lines
         # the house model (single lines) reads small print on scans better softened (vision.noise)
         self.softens_noisy_lines = reads_single_lines
@@ -89,7 +95,7 @@ class OpenAIVisionRecognizer:
         house = settings.recognizer == "house"
         return cls(settings.engine_base_url, settings.recognizer_model, settings.engine_api_key,
                    settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency,
-                   reads_single_lines=house, name=settings.recognizer)
+                   reads_single_lines=house, name=settings.recognizer, tenant_secret=tenant_secret(settings))
 
     def check(self) -> None:
         """Send one tiny image: a text-only model is refused here, before any document is touched."""
@@ -132,7 +138,7 @@ class OpenAIVisionRecognizer:
         content = [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": TASK_PROMPTS[item.task]}]
         body = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "max_tokens": MAX_TOKENS[item.task], "temperature": temperature, "logprobs": True}
-        tenant = current_tenant()
+        tenant = current_tenant(self.tenant_secret)
         if tenant is not None:
             body["user"] = tenant
         if item.draft is not None:

@@ -4,6 +4,7 @@ through DNS rebinding (Host check) or a cross-site text/plain post (415). The of
 openai client and our own workers keep working."""
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -87,7 +88,8 @@ def test_the_openai_client_and_our_recogniser_still_work(open_engine):
 
 def test_requests_carry_the_owners_hashed_tenant_and_tenants_share_no_cache(engine_server):
     """Bodies built by the worker code under two owners' scopes, against the keyed SmolLM2 engine:
-    the same prompt is a cache hit for its owner only."""
+    the same prompt is a cache hit for its owner only, and a client holding the engine key that
+    names the tenant it can compute from an owner id (the old unkeyed hash) probes nothing."""
     recognizer = OpenAIVisionRecognizer(f"{engine_server.base_url}/v1", "smollm2-135m", api_key=API_KEY)
     item = RecognitionItem(Image.new("RGB", (8, 8)), RecognitionTask.TEXT, is_single_line=True)
     prompt = "Invoice 4711 for Alice Example, 12 Long Street, due 2026-12-31. " * 8
@@ -95,13 +97,17 @@ def test_requests_carry_the_owners_hashed_tenant_and_tenants_share_no_cache(engi
     def body(owner: str) -> dict:
         with tenant_scope(owner):
             chat = recognizer._chat_body(item, "unused", 0.0)
-        assert chat["user"] == engine_tenant(owner) and owner not in chat["user"]
+        assert chat["user"] == engine_tenant(owner, recognizer.tenant_secret) and owner not in chat["user"]
+        assert chat["user"] != unkeyed_tenant(owner)
         chat["messages"] = [{"role": "user", "content": prompt}]
         chat["max_tokens"] = 1
         return chat
 
-    def cached(owner: str) -> int:
-        answer = httpx.post(f"{engine_server.base_url}/v1/chat/completions", json=body(owner), timeout=120,
+    def cached(owner: str, tenant: str | None = None) -> int:
+        chat = body(owner)
+        if tenant is not None:
+            chat["user"] = tenant
+        answer = httpx.post(f"{engine_server.base_url}/v1/chat/completions", json=chat, timeout=120,
                             headers={"Authorization": f"Bearer {API_KEY}"})
         assert answer.status_code == 200, answer.text
         return answer.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
@@ -109,4 +115,10 @@ def test_requests_carry_the_owners_hashed_tenant_and_tenants_share_no_cache(engi
     cached("alice")
     assert cached("alice") > 0, "the owner's own repeat hits the cache"
     assert cached("bob") == 0, "another owner's identical prompt does not"
-    assert engine_tenant("alice") != engine_tenant("bob")
+    assert cached("mallory", tenant=unkeyed_tenant("alice")) == 0, "a tenant guessed from alice's id probes nothing"
+    assert engine_tenant("alice", recognizer.tenant_secret) != engine_tenant("bob", recognizer.tenant_secret)
+
+
+def unkeyed_tenant(owner: str) -> str:
+    """The tenant the workers sent before it was keyed: anyone knowing the owner id could form it."""
+    return "owner-" + hashlib.sha256(b"ocrserve-tenant:" + owner.encode()).hexdigest()[:32]
