@@ -109,7 +109,9 @@ def test_code_listing_keeps_its_lines_and_scrolls_sideways(api, page: Page):
     code.focus()   # the keyboard can scroll it
     page.keyboard.press("End")
     page.keyboard.press("ArrowRight")
-    assert code.evaluate("pre => pre.scrollLeft") > 0
+    # Chromium scrolls by key smoothly: the position moves over a few frames, so wait for it
+    # (a machine under load took longer than one evaluate after the key press)
+    page.wait_for_function("pre => pre.scrollLeft > 0", arg=code.element_handle(), timeout=10_000)
 
 
 def test_markdown_view_renders_tables_formulas_code_without_furniture(api, page: Page):
