@@ -218,8 +218,9 @@ def build_augraphy(pages: list[Page], out: Path, seed: int, keep: bool) -> None:
         sys.exit(f"{python} is missing: run with --install (it makes the augraphy environment)")
     jobs = [{"pdf": str(page.pdf), "page": page.number, "name": page.name} for page in todo]
     print(f"augraphy: degrading {len(todo)} pages ...", flush=True)
-    subprocess.run([str(python), str(ROOT / "bench" / "augraphy_pages.py"), "--out", str(out), "--dpi",
-                    str(BEST_DPI), "--seed", str(seed)], input=json.dumps(jobs), text=True, check=True)
+    subprocess.run([str(python), str(ROOT / "bench" / "augraphy_pages.py"), "--out", str(out.resolve()), "--dpi",
+                    str(BEST_DPI), "--seed", str(seed)], input=json.dumps(jobs), text=True, check=True,
+                   cwd=AUGRAPHY_VENV)   # augraphy leaves augraphy_cache/ and fonts/ in its working directory
 
 
 def _cpu_children() -> float:
