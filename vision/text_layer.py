@@ -202,9 +202,7 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
 
     runs = _runs(missed)
     entries, added_regions = _place_missed(entries, runs, line_boxes, lines, layout.height)
-    texts = tuple(BlockText(tuple(e.line_texts), tuple(w.word for w in e.words)
-                            if _all_trusted(e.words) and all(t is not None for t in e.line_texts) else None)
-                  for e in entries)
+    texts = tuple(BlockText(tuple(e.line_texts), _whole_text(e)) for e in entries)
     num_added = sum(map(len, runs))
     notes = f"; {num_added} word{'s' * (num_added != 1)} no detected line held added as lines" if runs else ""
     notes += f" ({added_regions} in regions of their own)" if added_regions else ""
@@ -305,6 +303,18 @@ def _characters(text: str) -> str:
 def _unmapped(text: str) -> int:
     """Characters that stand for no real one: U+FFFD, private use, control, unassigned."""
     return sum(ch == "\ufffd" or unicodedata.category(ch) in ("Co", "Cc", "Cs", "Cn") for ch in _characters(text))
+
+
+def _whole_text(entry: _Entry) -> tuple[TextWord, ...] | None:
+    """What a block read whole takes from a usable layer: its words when all are trusted; nothing
+    at all (an empty tuple) when it holds neither a word of the layer nor a detected line, since
+    whatever a recogniser made of such an area (a rule, a logo, a shaded box) would be invented
+    text; None (recognise it) otherwise."""
+    if not entry.words and not entry.block.lines and entry.block.task is not RecognitionTask.SKIP:
+        return ()
+    if _all_trusted(entry.words) and all(t is not None for t in entry.line_texts):
+        return tuple(w.word for w in entry.words)
+    return None
 
 
 def _all_trusted(words: Sequence[LayerWord]) -> bool:

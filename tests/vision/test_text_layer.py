@@ -240,3 +240,17 @@ def test_an_unusable_layer_takes_nothing():
     match = match_text_layer(TextLayer((), TextLayerVerdict(False, "the page has no text layer")), layout)
     assert match.verdict.describe() == "text layer not used: the page has no text layer"
     assert match.blocks == layout.blocks and match.texts[0].lines == (None,) and match.texts[0].words is None
+
+
+def test_an_area_with_no_word_of_a_usable_layer_and_no_line_takes_nothing_instead_of_being_read():
+    # A shaded box or a rule the layout model called a table, on a born-digital page: recognised
+    # whole it came out as invented text ("ptadgt.,10,1.0,10,1.,. )"); the layer says nothing is there.
+    body = [(100, 100 + 40 * i, 900, 130 + 40 * i) for i in range(20)]
+    layout = _layout(("text", (100, 100, 900, 930), body),
+                     ("table", (100, 1000, 900, 1200), []),                          # no line, no word
+                     ("table", (100, 1300, 900, 1400), [(100, 1310, 300, 1340)]))    # a line, no word: an image?
+    words = [_word(f"w{i}", (100, 102 + 40 * i, 900, 128 + 40 * i), line_no=i) for i in range(20)]
+    match = match_text_layer(_usable(*words), layout)
+    assert match.verdict.usable
+    assert match.texts[1].words == (), "nothing to read"
+    assert match.texts[2].words is None, "a detected line with no layer word is still recognised"

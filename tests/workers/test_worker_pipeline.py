@@ -398,6 +398,8 @@ def test_a_region_read_whole_goes_whole_with_the_layers_lines_as_its_draft():
     auto, verify = TextLayerPolicy.for_mode("auto"), TextLayerPolicy.for_mode("verify")
     assert plan_block(BlockWork(block, False, BlockText((), words)), page.image, auto) == [], "auto: from the layer"
     [item] = plan_block(BlockWork(block, False, BlockText((), words)), page.image, verify)
+    for policy in (auto, verify):   # a usable layer with no word there, and no detected line: nothing is sent
+        assert plan_block(BlockWork(block, False, BlockText((), ())), page.image, policy) == []
     assert item.draft == "E =mc2\nx+1" and not item.is_single_line and item.task.value == "formula"
     agrees = region_of(BlockWork(block, False, crops=[item], outcomes=[RecognitionOutcome("E =mc2 x+1")]), [], 200, 80)
     differs = region_of(BlockWork(block, False, crops=[item], outcomes=[RecognitionOutcome("E=mc^2 x+1")]),

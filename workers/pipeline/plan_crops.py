@@ -5,7 +5,8 @@ policy takes from the layer is answered with it, a crop with no ink (a rule, dot
 `vision.ink`) with no text, and neither is sent. Small print on a noisy (scanned) page goes
 softened to a recogniser that asks for it (`vision.noise`); the page's noise is measured once,
 and only if a small line is sent. A block read whole is one crop, unless the policy takes it
-from the layer; a figure's area itself is never sent.
+from the layer, or the page's usable layer holds no word in it and no line was detected there
+(whatever a recogniser made of it would be invented); a figure's area itself is never sent.
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def plan_block(work: BlockWork, image: Image.Image, policy: TextLayerPolicy,
         return crops
     if block.task is RecognitionTask.SKIP:
         return []
+    if work.layer is not None and work.layer.words == ():
+        return []   # a usable layer holds no word there and no line was detected: nothing to read, nothing to invent
     draft = None
     if work.layer is not None and work.layer.words is not None:
         if policy.takes_text:
