@@ -40,9 +40,9 @@ around them, else of the region whose line shares their row, else of a new
 text region (`source="text_layer"`) placed in reading order like any other.
 Words in a region read whole (a formula, a region without lines) are that
 region's text; words inside a figure with no detected lines are not read (a
-figure's labels are read through its lines); words of punctuation alone (dot
-leaders) and untrusted words outside every line are left out, as they show
-nothing to read.
+figure's labels are read through its lines); words of dots alone (dot leaders)
+and untrusted words outside every line are left out, as they show nothing to
+read (a lone "+" or "}" of a code listing is kept).
 """
 from __future__ import annotations
 
@@ -62,6 +62,7 @@ from vision.reading_order import PageRole, order_lines, order_regions
 
 MAX_UNMAPPED_SHARE = 0.02   # of characters: a few symbol-font bullets pass, a font without ToUnicode does not
 MAX_UNSEEN_SHARE = 0.5      # of characters unseen: "mostly" an OCR layer over a scan, or hidden text
+_LEADER_CHARS = frozenset(".\u00b7\u2024\u2025\u2026")   # . · ․ ‥ …
 MIN_LINE_COVERAGE = 0.9     # of detected lines' area holding trusted words; below, the layer is not the page
 MIN_WORD_IN_LINE = 0.5      # share of a word's box inside a line's box that places it there (or its centre)
 ROW_OVERLAP = 0.5           # vertical overlap, as a share of the shorter box, that puts two in one row
@@ -187,7 +188,7 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
         if home is not None and not blocks[home].lines:
             if blocks[home].task is not RecognitionTask.SKIP:   # a figure is not read
                 entries[home].words.append(word)                 # a block read whole: its text
-        elif word.trusted and any(ch.isalnum() for ch in word.word.text):
+        elif word.trusted and not _is_leader(word.word.text):
             missed.append(word)
 
     area = float(sum(_area(box) for box in line_boxes))
@@ -303,6 +304,12 @@ def _characters(text: str) -> str:
 def _unmapped(text: str) -> int:
     """Characters that stand for no real one: U+FFFD, private use, control, unassigned."""
     return sum(ch == "\ufffd" or unicodedata.category(ch) in ("Co", "Cc", "Cs", "Cn") for ch in _characters(text))
+
+
+def _is_leader(text: str) -> bool:
+    """Dots alone (a dot leader's pieces): nothing to read. Any other symbol is kept: a code
+    listing's lone "+" or "}", a stem-and-leaf display's "|"."""
+    return all(char in _LEADER_CHARS or char.isspace() for char in text)
 
 
 def _whole_text(entry: _Entry) -> tuple[TextWord, ...] | None:

@@ -115,10 +115,6 @@ def test_a_generated_listing_is_shown_as_the_result_has_it(api, listing_job, pag
     assert page_problems(page) == []
 
 
-@pytest.mark.xfail(strict=True, reason="workers: a listing line with a run of spaces inside it is cut at the "
-                                       "gap and a lone '+' of it is taken for a speck ('+   print(\"big\")' loses "
-                                       "its '+' at 100 DPI: vision.ink's percentile contrast misses a glyph that "
-                                       "small); the page shows what the JSON holds")
 def test_the_pipeline_keeps_a_listing_as_printed(listing_job):
     assert listing_job["blocks"] == ["\n".join(LISTING)]
 
