@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     # loopback only; `auto`: decided once at start-up, `keys` when a key or a keys file exists.
     auth: Literal["auto", "keys", "none"] = "auto"
     allowed_hosts: str | None = None     # comma-separated Host names accepted besides loopback and `host`
+    # Hosts a document URL may name (the MCP server's ocr_url tool, app/url_intake.py): comma-separated names;
+    # unset, no URL is fetched. No redirect is followed; the byte cap is max_upload_bytes.
+    document_url_hosts: str | None = None
+    document_url_timeout_s: float = Field(60.0, gt=0, le=3600)   # one URL fetch, connect to last byte
     # Swagger UI at /docs and ReDoc at /redoc (app/api_docs.py); off, since they run on the origin where the
     # web page keeps its key. /openapi.json is served either way.
     api_docs: bool = False
