@@ -53,6 +53,8 @@ class JobSummary(BaseModel):
     text_layer: str = Field(description="auto: PDF pages take their own text layer where it passes checks; "
                             "never: every page is recognised; verify: recognised, the text layer (where it "
                             "passes checks) sent as the model's draft and compared with the reading")
+    keep_furniture: bool = Field(False, description="whether the Markdown and text keep page furniture "
+                                 "(running headers and footers, page numbers, line numbers, margin notes)")
     files: list[FileView]
     schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 
@@ -102,6 +104,7 @@ def _summary_fields(job: JobRecord | JobListing) -> dict[str, object]:
         "created_at": iso_time(job.created_at), "updated_at": iso_time(job.updated_at),
         "finished_at": iso_time(job.finished_at) if job.finished_at is not None else None,
         "error": job.error, "formats": list(job.options.formats), "text_layer": job.options.text_layer,
+        "keep_furniture": job.options.keep_furniture,
         "schema_name": job.options.extraction.name if job.options.extraction else None,
         "files": [FileView(filename=f.filename, kind=f.kind, num_pages=f.num_pages,
                            pages_selected=len(f.page_indices)) for f in job.files],

@@ -26,7 +26,7 @@ from vision.text_layer import TEXT_LAYER_MODES
 from workers.blob_store import BlobStore
 from workers.extraction_schema import ExtractionSchema, SchemaError, parse_schema
 from workers.job_model import JobRecord, JobState
-from workers.job_service import JobService, Upload
+from workers.job_service import JobService, Upload, parse_flag
 from workers.settings import Settings
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -35,7 +35,7 @@ MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
 # SQLite binds OFFSET as a signed 64-bit integer; past it the query would fail (a 500): refuse it (400).
 MAX_LIST_OFFSET = 2**63 - 1
-FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer")
+FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture")
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
     "properties": {
@@ -52,6 +52,9 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
                        "such a page with its layer's text as the model's draft (faster on our engine), each region "
                        "saying whether the reading agrees with the layer (default: the server's, auto unless "
                        "OCRSERVE_TEXT_LAYER says otherwise)"},
+        "keep_furniture": {"type": "boolean", "description": "keep page furniture (running headers and footers, "
+                           "page numbers, line numbers, margin notes) in the Markdown and text; the JSON always "
+                           "has it, marked by role (default: false)"},
     }}}}}}
 
 
@@ -77,12 +80,14 @@ async def _submit(context: ApiContext, owner: str, form: ReceivedForm) -> JobVie
     if unknown:
         raise InvalidOptionError(f"unknown option {unknown[0][:30]!r}; options are {', '.join(FORM_OPTIONS)}")
     dpi = _parse_dpi(fields.get("dpi"))
+    keep_furniture = parse_flag("keep_furniture", fields.get("keep_furniture"))
     # Checked before any document is opened: a bad schema costs no work.
     extraction = _extraction_schema(fields.get("schema"), form.schema_files, settings)
     uploads = [Upload(received.filename or "upload", received=received.path) for received in form.files]
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
     job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
-                                  extraction=extraction, text_layer=fields.get("text_layer"))
+                                  extraction=extraction, text_layer=fields.get("text_layer"),
+                                  keep_furniture=keep_furniture)
     return _view(context.jobs, job)
 
 

@@ -10,7 +10,8 @@ import { el, plural } from "./dom.js";
 import { STATUS_NOTES, safeClass } from "./page_drawing.js";
 import { isFurniture, percent, regionTrust } from "./trust.js";
 
-const ROLE_NAMES = { header: "running header", footer: "running footer" };
+const ROLE_NAMES = { header: "running header", footer: "running footer", page_number: "page number",
+                     line_numbers: "line numbers", margin_note: "margin note" };
 
 export function listRegions(list, page) {
   const items = (page.regions || []).map((region, index) => {

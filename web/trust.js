@@ -9,9 +9,9 @@
 // | a line is low_confidence              | the recogniser doubted it                   |
 // | text_layer_check is "differs"         | the reading and the PDF's own text disagree |
 
-// Furniture: running headers, footers and page numbers. Shown by role on the page and in its text,
-// left out of the Markdown view.
-export const FURNITURE_ROLES = new Set(["header", "footer"]);
+// Furniture: running headers and footers, page numbers, line numbers, margin notes (the roles of
+// workers/furniture.py). Shown by role on the page and in its text, left out of the Markdown view.
+export const FURNITURE_ROLES = new Set(["header", "footer", "page_number", "line_numbers", "margin_note"]);
 export const SOURCE_NAMES = { text_layer: "PDF text layer", ocr: "OCR" };
 export const CHECK_NAMES = { agrees: "agrees with the text layer", differs: "differs from the text layer" };
 

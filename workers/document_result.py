@@ -8,6 +8,11 @@
                  "lines": [{"bbox", "text", "confidence", "low_confidence", "layer_text"}],
                  "figure", "blocks": [{"type", "text", "lines", ...}], "text_layer_check"}]}]}]}]}
 
+`role` is `body` or a kind of page furniture (`workers.furniture`: header, footer, page_number,
+line_numbers, margin_note); running headers and footers that only repetition across the
+document's pages gives away are marked here, when the pages come together. Markdown and text
+leave furniture out unless asked to keep it.
+
 `blocks` (see `workers.structure_blocks`) give each region's structure: headings,
 paragraphs, lists, code, equations, captions tied to their figure or table.
 Markdown is made from them; a region stored without them renders as a whole.
@@ -21,6 +26,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from workers.furniture import FURNITURE_ROLES, Placed, repeated_roles
 from workers.job_model import JobRecord, PageState
 from workers.structure_blocks import BlockType
 from workers.structure_rows import BULLETS, join_lines
@@ -38,6 +44,8 @@ def build_document_result(job: JobRecord, page_results: dict[tuple[int, int], di
         else:
             entry.update({"width": None, "height": None, "dpi": None, "timings": {}, "regions": []})
         pages_by_file[page.file_index].append(entry)
+    for pages in pages_by_file.values():
+        mark_repeated_furniture(pages)
     return {
         "job_id": job.id,
         "created_at": iso_time(job.created_at),
@@ -46,7 +54,25 @@ def build_document_result(job: JobRecord, page_results: dict[tuple[int, int], di
     }
 
 
-def render_markdown(result: dict[str, Any], figure_prefix: str = "figures/") -> str:
+def mark_repeated_furniture(pages: list[dict[str, Any]]) -> None:
+    """Running headers and footers one page alone does not give away: body strips whose text
+    recurs at the same height on other pages of the document (`workers.furniture.repeated_roles`)."""
+    measured = [page for page in pages if page.get("height") and page.get("regions")]
+    placed = [(page["width"], page["height"],
+               [Placed(tuple(region["bbox"]), region["text"], region["role"], region["task"], region["label"])
+                for region in page["regions"]]) for page in measured]
+    for page, roles in zip(measured, repeated_roles(placed)):
+        page["regions"] = [region if role == region["role"] else {**region, "role": role, "blocks": []}
+                           for region, role in zip(page["regions"], roles)]
+
+
+def is_furniture(region: dict[str, Any]) -> bool:
+    return region["role"] in FURNITURE_ROLES
+
+
+def render_markdown(result: dict[str, Any], figure_prefix: str = "figures/", keep_furniture: bool = False) -> str:
+    """Furniture (headers, footers, page numbers, line numbers, margin notes) is left out unless
+    `keep_furniture`, when it is written as plain text where it stands in the reading order."""
     documents = result["documents"]
     out: list[str] = []
     for document in documents:
@@ -56,18 +82,24 @@ def render_markdown(result: dict[str, Any], figure_prefix: str = "figures/") -> 
             out.append(f"<!-- page {page['page']} -->")
             if page["state"] != PageState.DONE.value:
                 out.append(f"<!-- page {page['page']} {page['state']}: {_comment_safe(page['reason'] or '')} -->")
-            out.extend(_page_markdown(page["regions"], figure_prefix))
+            out.extend(_page_markdown(_kept(page["regions"], keep_furniture), figure_prefix))
     return "\n\n".join(part for part in out if part) + "\n"
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(result: dict[str, Any], keep_furniture: bool = False) -> str:
     """Regions in reading order, a blank line between regions and between their blocks, a form
-    feed between pages; paragraphs keep their lines, list items one per line, code as printed."""
+    feed between pages; paragraphs keep their lines, list items one per line, code as printed.
+    Furniture only with `keep_furniture`."""
     pages = []
     for document in result["documents"]:
         for page in document["pages"]:
-            pages.append("\n\n".join(text for text in map(_region_text, page["regions"]) if text))
+            regions = _kept(page["regions"], keep_furniture)
+            pages.append("\n\n".join(text for text in map(_region_text, regions) if text))
     return "\f".join(page + "\n" for page in pages)
+
+
+def _kept(regions: list[dict[str, Any]], keep_furniture: bool) -> list[dict[str, Any]]:
+    return regions if keep_furniture else [region for region in regions if not is_furniture(region)]
 
 
 def _page_markdown(regions: list[dict[str, Any]], figure_prefix: str) -> list[str]:
@@ -106,7 +138,7 @@ def _page_markdown(regions: list[dict[str, Any]], figure_prefix: str) -> list[st
 def _renderable_blocks(region: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The region's blocks when its Markdown comes from them; None when it is rendered as a whole
     (failed, header or footer, figure, or stored before regions had blocks)."""
-    if region["status"] == "failed" or region["role"] in ("header", "footer") or region["task"] == "skip":
+    if region["status"] == "failed" or is_furniture(region) or region["task"] == "skip":
         return None
     return region.get("blocks") or None
 
@@ -147,7 +179,7 @@ def _item_markdown(item: dict[str, Any], ordered: bool) -> str:
 
 def _region_text(region: dict[str, Any]) -> str:
     blocks = region.get("blocks")
-    if not blocks or region["role"] in ("header", "footer"):
+    if not blocks or is_furniture(region):
         return region["text"]
     lines = region["lines"]
     parts = []
@@ -169,8 +201,8 @@ def _region_markdown(region: dict[str, Any], figure_prefix: str) -> str:
         note = f"<!-- region {region['reading_index'] + 1} ({region['label']}) could not be read: " \
                f"{_comment_safe(region['reason'] or '')} -->"
         return f"{note}\n\n{_join_lines(text)}" if text else note
-    if region["role"] in ("header", "footer"):
-        return f"<!-- {region['role']}: {_comment_safe(_join_lines(text))} -->" if text else ""
+    if is_furniture(region):   # kept on request: as it reads, in its place
+        return _join_lines(text)
     if region["task"] == "skip":   # a figure: its image, then the text read in it (labels), marked as such
         image = f"![{region['label']}]({figure_prefix}{region['figure']})" if region.get("figure") else ""
         labels = " · ".join(line.strip() for line in text.splitlines() if line.strip())

@@ -67,10 +67,12 @@ class JobOptions:
     text_layer: str = "auto"        # vision.text_layer.TextLayerMode: "auto" takes a PDF page's own text when it passes
                                     # its checks, "never" always recognises, "verify" recognises it with that text as
                                     # the model's draft
+    keep_furniture: bool = False    # Markdown and text keep running headers, footers, page numbers, line numbers
+                                    # and margin notes (workers.furniture); the JSON always has them, by role
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages,
-                                "text_layer": self.text_layer}
+                                "text_layer": self.text_layer, "keep_furniture": self.keep_furniture}
         if self.extraction is not None:
             data["extraction"] = self.extraction.to_dict()
         return data
@@ -80,7 +82,8 @@ class JobOptions:
         extraction = data.get("extraction")
         # A job stored before text_layer existed loads with the default.
         return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"),
-                   ExtractionSchema.from_dict(extraction) if extraction else None, data.get("text_layer", "auto"))
+                   ExtractionSchema.from_dict(extraction) if extraction else None, data.get("text_layer", "auto"),
+                   bool(data.get("keep_furniture", False)))
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,9 @@ class JobRunner:
                 self.blobs.fetch(path, refresh=self.blobs.shared)
             merge_page_files(page_pdfs, pdf_path)
             self.blobs.publish(pdf_path)
-        writers = {"md": lambda: render_markdown(result).encode(), "txt": lambda: render_text(result).encode(),
+        keep = job.options.keep_furniture
+        writers = {"md": lambda: render_markdown(result, keep_furniture=keep).encode(),
+                   "txt": lambda: render_text(result, keep_furniture=keep).encode(),
                    "json": lambda: json.dumps(result, ensure_ascii=False, indent=1).encode()}
         for fmt, render in writers.items():
             path = self.data_dir.result_path(job.id, fmt)

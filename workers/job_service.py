@@ -92,14 +92,16 @@ class JobService:
     def submit(self, owner: str, uploads: Sequence[Upload], pages: str | None = None,
                formats: str | Sequence[str] | None = None, dpi: float | None = None,
                clamp_pages: bool = False, extraction: ExtractionSchema | None = None,
-               text_layer: str | None = None) -> JobRecord:
+               text_layer: str | None = None, keep_furniture: bool = False) -> JobRecord:
         """Check and store the uploads as one job and queue it. With `clamp_pages`
         (batch runs over documents of mixed length) selected pages past a
         document's end are left out instead of refused. `extraction`, a schema
         already checked, adds extraction.json to the job's results. `text_layer`
-        is auto, never or verify (None: the service's default, OCRSERVE_TEXT_LAYER)."""
+        is auto, never or verify (None: the service's default, OCRSERVE_TEXT_LAYER). `keep_furniture`
+        keeps page furniture (headers, footers, page numbers...) in the Markdown and text."""
         options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
-                             extraction, parse_text_layer(text_layer, self.settings.text_layer))
+                             extraction, parse_text_layer(text_layer, self.settings.text_layer),
+                             keep_furniture=keep_furniture)
         if not uploads:
             raise InputError("no file was uploaded")
         if len(uploads) > self.settings.max_files_per_job:
@@ -217,6 +219,18 @@ def parse_text_layer(mode: str | None, default: str) -> str:
                                  "text when it passes checks), never (always recognise) or verify (recognise, "
                                  "with the text layer as the model's draft)")
     return chosen
+
+
+def parse_flag(name: str, value: str | None) -> bool:
+    """A form's yes/no option: true/false, yes/no, 1/0, on/off (any case); None or blank -> False."""
+    if value is None or not value.strip():
+        return False
+    chosen = value.strip().lower()
+    if chosen in ("true", "yes", "1", "on"):
+        return True
+    if chosen in ("false", "no", "0", "off"):
+        return False
+    raise InvalidOptionError(f"{name} must be true or false, got {value.strip()[:20]!r}")
 
 
 def _select_pages(document: Document, selection: str | None, clamp: bool) -> list[int]:

@@ -1,7 +1,7 @@
 """One page, start to finish: a list of named stages over one page's state
 (`workers.pipeline.page.PageWork`), then its `PageResult`.
 
-    layout -> layer match -> plan crops -> recognise -> assemble -> figures -> structure
+    layout -> layer match -> plan crops -> recognise -> assemble -> furniture -> figures -> structure
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
@@ -40,6 +40,7 @@ from vision.text_layer import TextLayerMode
 from workers.page_result import PageResult
 from workers.pipeline.assemble import Assemble
 from workers.pipeline.figures import Figures
+from workers.pipeline.furniture import Furniture
 from workers.pipeline.layer_match import LayerMatch
 from workers.pipeline.layout import Layout
 from workers.pipeline.page import PageWork, Stage
@@ -57,6 +58,7 @@ STAGES: tuple[Stage, ...] = (
     PlanCrops(),
     Recognise(),
     Assemble(),
+    Furniture(),
     Figures(),
     Structure(),
 )

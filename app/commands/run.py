@@ -1,5 +1,5 @@
 """`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--text-layer auto|never|verify]
-[--schema S] [--force]`
+[--keep-furniture] [--schema S] [--force]`
 
 The batch folder job, with no server running: it starts a private worker (and
 our engine, when it is the recogniser) on loopback with an embedded broker in
@@ -55,6 +55,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "fast); never: always recognise; verify: recognise such a page with its layer's text "
                              "as the model's draft (faster on our engine) and flag where they differ (default: "
                              "auto, or OCRSERVE_TEXT_LAYER)")
+    parser.add_argument("--keep-furniture", action="store_true",
+                        help="keep page furniture (running headers and footers, page numbers, line numbers, margin "
+                             "notes) in the Markdown and text; the JSON always has it, marked by role")
     parser.add_argument("--schema", default=None,
                         help="also extract fields into NAME.extraction.json: a JSON schema file or a registered name")
     parser.add_argument("--force", action="store_true", help="redo inputs already done")
@@ -156,7 +159,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
             try:
                 job = service.submit(OWNER, [Upload(item.path.name, item.path.read_bytes())], args.pages, formats,
                                      args.dpi, clamp_pages=True, extraction=extraction,
-                                     text_layer=getattr(args, "text_layer", None))
+                                     text_layer=getattr(args, "text_layer", None),
+                                     keep_furniture=getattr(args, "keep_furniture", False))
             except InputError as exc:
                 tally.failed.append((str(item.path), str(exc)))
                 continue
@@ -227,7 +231,8 @@ def _collect(service, job, item: BatchInput, sha256: str, pages: str | None, for
     for fmt in formats:
         destination = item.output_path(out_dir, fmt)
         if fmt == "md":
-            destination.write_text(render_markdown(result, figure_prefix=f"{item.figures_dir(out_dir).name}/"))
+            destination.write_text(render_markdown(result, figure_prefix=f"{item.figures_dir(out_dir).name}/",
+                                                   keep_furniture=job.options.keep_furniture))
         elif fmt == "json":
             destination.write_text(json.dumps({**result, "source": str(item.path)}, ensure_ascii=False, indent=1))
         else:

@@ -38,6 +38,7 @@ def test_a_bad_upload_is_refused_with_a_clear_reason(client, name, data, status,
     ({"dpi": "high"}, "invalid_option", "dpi must be a number"),
     ({"colour": "red"}, "invalid_option", "unknown option 'colour'"),
     ({"text_layer": "garbage"}, "invalid_option", "unknown text_layer 'garbage'; choose auto"),
+    ({"keep_furniture": "maybe"}, "invalid_option", "keep_furniture must be true or false"),
 ])
 def test_a_bad_option_is_refused(client, fields, code, words):
     answer = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(2))),

@@ -75,9 +75,12 @@ def _result() -> dict:
         {"filename": "a.pdf", "kind": "pdf", "num_pages": 1, "sha256": "0", "pages": [page]}]}
 
 
-def test_markdown_keeps_every_region_and_says_what_failed():
+def test_markdown_keeps_every_region_but_furniture_and_says_what_failed():
     markdown = render_markdown(_result(), figure_prefix="out.figures/")
-    assert markdown.index("<!-- header: ACME internal -->") < markdown.index("## Annual Report")
+    assert "ACME internal" not in markdown, "a running header is furniture: left out by default"
+    kept = render_markdown(_result(), figure_prefix="out.figures/", keep_furniture=True)
+    assert kept.index("ACME internal") < kept.index("## Annual Report")
+    assert "<!--" not in kept.split("## Annual Report")[0].replace("<!-- page 1 -->", ""), "kept as text"
     assert "Quarterly results improved across every region" in markdown
     assert "Name Value\nApples 4" in markdown
     assert "![figure](out.figures/file1-page1-region5.png)\n\n> Text in the figure: Revenue · 2024" in markdown
@@ -87,7 +90,8 @@ def test_markdown_keeps_every_region_and_says_what_failed():
 
 def test_plain_text_is_regions_in_reading_order():
     text = render_text(_result())
-    assert text.startswith("ACME internal\n\nAnnual Report\n\nQuarterly results improved\nacross every region")
+    assert text.startswith("Annual Report\n\nQuarterly results improved\nacross every region")
+    assert render_text(_result(), keep_furniture=True).startswith("ACME internal\n\nAnnual Report\n\n")
     assert "Apples 4\n\nRevenue\n2024\n\n" in text     # a figure's labels are text too
     assert text.endswith("From the layer\n")
 
@@ -102,9 +106,9 @@ def _structured_result() -> dict:
 
 
 def test_markdown_from_blocks_renders_the_page_as_before():
-    """With blocks, headers stay comments, figures images, unread regions notes; only structure is added."""
+    """With blocks, furniture stays out, figures images, unread regions notes; only structure is added."""
     assert render_markdown(_structured_result(), figure_prefix="out.figures/") == (
-        "<!-- page 1 -->\n\n<!-- header: ACME internal -->\n\n## Annual Report\n\n"
+        "<!-- page 1 -->\n\n## Annual Report\n\n"
         "Quarterly results improved across every region\n\nName Value\nApples 4\n\n"
         "![figure](out.figures/file1-page1-region5.png)\n\n> Text in the figure: Revenue · 2024\n\n"
         "<!-- region 6 (text) could not be read: engine said no -->\n\nFrom the layer\n")

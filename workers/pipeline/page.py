@@ -11,7 +11,7 @@ stage reads what earlier stages wrote and writes its own part:
 | `match`    | layer           | the page's text layer matched to its lines (None: not looked at) |
 | `crops`    | plan crops      | per block: what to send, or the answer already known             |
 | `outcomes` | recognise       | per block: one outcome per crop                                  |
-| `regions`  | assemble, then figures and structure | the page's regions                           |
+| `regions`  | assemble, then furniture, figures and structure | the page's regions                |
 | `timings`  | the pipeline    | seconds per `Stage.timing` entry (the layout stage adds its own) |
 """
 from __future__ import annotations
