@@ -284,7 +284,7 @@ def serve_variant(base: str, headers: dict, images: list[Path], truths: dict[str
         result = httpx.get(f"{base}/v1/jobs/{job_id}/result", params={"format": "json"}, headers=headers,
                            timeout=60).json()
         for document in result["documents"]:
-            texts[Path(document["filename"]).stem] = render_text({"documents": [document]})
+            texts[Path(document["filename"]).stem] = render_text({"documents": [document]}, keep_furniture=True)
             timings += [page["timings"] for page in document["pages"] if page.get("timings")]
     print(f"serve: {len(images)} pages in {len(job_ids)} jobs, {wall:.1f} s", flush=True)
     return {"jobs": len(job_ids), "pages": len(images), "wall_s": wall, "pages_per_s": len(images) / wall,

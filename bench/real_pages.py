@@ -26,7 +26,7 @@ virtual environment of its own (`artifacts/augraphy-venv`, made by `--install`),
 pipeline (ink bleed, shadows, folds, dirty rollers, bad photocopies...), seeded by the page's name.
 
 Systems, one run each per variant over all its pages:
-- `ocrserve`: one `ocrserve run FILES --out DIR --formats txt,json --force --text-layer never`
+- `ocrserve`: one `ocrserve run FILES --out DIR --formats txt,json --force --text-layer never --keep-furniture`
   batch, defaults otherwise (house model); furniture is kept in the text, as Tesseract keeps it;
 - `tesseract`, `tesseract_ref`: `tesseract IMAGE OUT --psm 3 -l eng` on every image, two
   single-threaded processes at once (OMP_THREAD_LIMIT=1).
@@ -234,7 +234,7 @@ def _cpu_children() -> float:
 
 def run_ocrserve(inputs: list[Path], out: Path) -> dict:
     command = [str(Path(sys.executable).parent / "ocrserve"), "run", *map(str, inputs), "--out", str(out),
-               "--formats", "txt,json", "--force", "--quiet", "--text-layer", "never"]
+               "--formats", "txt,json", "--force", "--quiet", "--text-layer", "never", "--keep-furniture"]
     started, cpu = time.perf_counter(), _cpu_children()
     with open(out / "run.log", "w") as log:
         code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode

@@ -59,7 +59,7 @@ def cut_pages(pages, work: Path) -> list[Path]:
 def run_mode(mode: str, pdfs: list[Path], out: Path) -> float:
     out.mkdir(parents=True, exist_ok=True)
     command = [str(Path(sys.executable).parent / "ocrserve"), "run", *map(str, pdfs), "--out", str(out),
-               "--formats", "txt,json", "--force", "--quiet", "--text-layer", mode]
+               "--formats", "txt,json", "--force", "--quiet", "--text-layer", mode, "--keep-furniture"]
     started = time.perf_counter()
     with open(out / "run.log", "w") as log:
         code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
