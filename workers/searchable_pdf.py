@@ -43,9 +43,23 @@ def page_pdf(image: Image.Image, page: PageResult) -> bytes:
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
     pdf_page.insert_image(pdf_page.rect, stream=buffer.getvalue())
+    _insert_text(pdf_page, page, points_per_pixel)
+    return doc.tobytes(garbage=3, deflate=True)
+
+
+def text_layer_pdf(page: PageResult) -> bytes:
+    """A one-page PDF the size of the page (its pixels at its DPI) holding only the page's
+    invisible text, nothing visible: what OCRmyPDF grafts onto its own page (ocrmypdf-ocrserve)."""
+    points_per_pixel = 72.0 / page.dpi
+    doc = pymupdf.open()
+    pdf_page = doc.new_page(width=page.width * points_per_pixel, height=page.height * points_per_pixel)
+    _insert_text(pdf_page, page, points_per_pixel)
+    return doc.tobytes(garbage=3, deflate=True)
+
+
+def _insert_text(pdf_page: pymupdf.Page, page: PageResult, points_per_pixel: float) -> None:
     for box, text in text_boxes(page):
         _insert_invisible_line(pdf_page, tuple(v * points_per_pixel for v in box), text)  # type: ignore[arg-type]
-    return doc.tobytes(garbage=3, deflate=True)
 
 
 def merge_pdfs(pages: Iterable[bytes]) -> bytes:
