@@ -3,7 +3,7 @@ one page and by repetition across a document's pages.
 
 | role          | what                                                   | found                                    |
 |---------------|--------------------------------------------------------|------------------------------------------|
-| `header`      | a running header or title in the top margin            | layout label or a thin strip in the top band (`vision.reading_order`); or text that repeats near the same height on other pages of the document |
+| `header`      | a running header or title in the top margin            | layout label or a thin strip in the top band (`vision.reading_order`); or text that repeats near the same height on other pages of the document; or a strip level with other furniture (a section title beside the page number) |
 | `footer`      | the same in the bottom margin                          | the same, at the bottom                  |
 | `page_number` | a region that holds only a page number ("12", "- 12 -", "Page 3 of 10", "xiv") | its text, in the top or bottom `NUMBER_BAND` |
 | `line_numbers`| a narrow column of line numbers beside the text        | all its lines are small integers, and it lies outside the body's columns |
@@ -85,7 +85,7 @@ def page_roles(regions: Sequence[Placed], width: float, height: float) -> list[s
             roles[i] = "line_numbers"
         elif x1 - x0 <= MARGIN_NOTE_WIDTH * width and region.text.strip():
             roles[i] = "margin_note"
-    return roles
+    return _level_with_furniture(regions, roles, height)
 
 
 def signature(text: str) -> str:
@@ -127,4 +127,28 @@ def repeated_roles(pages: Sequence[tuple[float, float, Sequence[Placed]]]) -> li
                   and other_sig == sig}
         if len(others) >= needed:
             roles[p][i] = band
-    return roles
+    return [_level_with_furniture(regions, page_roles_, height)
+            for (_, height, regions), page_roles_ in zip(pages, roles)]
+
+
+def _level_with_furniture(regions: Sequence[Placed], roles: list[str], height: float) -> list[str]:
+    """A short body strip in the top or bottom `REPEAT_BAND` level with furniture (half its
+    height overlapping) is furniture too: the running section title beside a page number."""
+    out = list(roles)
+    for i, region in enumerate(regions):
+        x0, y0, x1, y1 = region.bbox
+        if out[i] != "body" or region.task != "text" or (y1 - y0) > MAX_REPEAT_HEIGHT * height \
+                or len(region.text.strip()) > MAX_REPEAT_CHARS:
+            continue
+        if y1 <= REPEAT_BAND * height:
+            band = "header"
+        elif y0 >= (1 - REPEAT_BAND) * height:
+            band = "footer"
+        else:
+            continue
+        for j, other in enumerate(regions):
+            if roles[j] in FURNITURE_ROLES and roles[j] not in ("line_numbers", "margin_note") and \
+                    min(y1, other.bbox[3]) - max(y0, other.bbox[1]) > 0.5 * (y1 - y0):
+                out[i] = band
+                break
+    return out

@@ -64,6 +64,11 @@ def test_a_strip_repeated_at_the_same_height_is_a_running_header():
     assert signature("Proceedings, vol. 12 — xiv") == signature("proceedings,  VOL. 13 — xv")
 
 
+def test_a_section_title_level_with_a_page_number_is_a_running_header():
+    regions = [_strip(60, "3.8. ADJUSTING TAG PLACEMENT", x0=150, x1=600), _strip(62, "9", x0=820, x1=850), _body(200)]
+    assert page_roles(regions, W, H) == ["header", "page_number", "body"]
+
+
 def test_text_that_does_not_repeat_or_moves_stays_body():
     pages = [(W, H, [_strip(60, "A heading only here"), _body(200)]),
              (W, H, [_strip(60, "Another title"), _body(200)]),
