@@ -1,7 +1,7 @@
 """One page, start to finish: a list of named stages over one page's state
 (`workers.pipeline.page.PageWork`), then its `PageResult`.
 
-    layout -> layer match -> plan crops -> recognise -> assemble -> furniture -> figures -> structure
+    layout -> layer match -> plan crops -> recognise -> assemble -> words -> furniture -> figures -> structure
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
@@ -48,7 +48,9 @@ from workers.pipeline.plan_crops import PlanCrops
 from workers.pipeline.recognise import Recognise
 from workers.pipeline.structure import Structure
 from workers.pipeline.text_layer_policy import TextLayerPolicy
+from workers.pipeline.words import Words
 from workers.recognizers.base import Recognizer
+from workers.line_words import with_words
 from workers.structure import with_structure
 from workers.text_layer_fallback import text_layer_regions
 
@@ -58,6 +60,7 @@ STAGES: tuple[Stage, ...] = (
     PlanCrops(),
     Recognise(),
     Assemble(),
+    Words(),
     Furniture(),
     Figures(),
     Structure(),
@@ -96,6 +99,6 @@ def fallback_page(document: Document, file_index: int, page_index: int, dpi: flo
     except Exception:   # a page that broke processing may break text extraction too
         words = []
     regions = text_layer_regions(words, width, height, f"{reason}; text taken from the PDF text layer")
-    regions = with_structure(regions, width, height, dpi)
+    regions = [with_words(region, words) for region in with_structure(regions, width, height, dpi)]
     page_reason = f"{reason}; text taken from the PDF text layer" if regions else reason
     return PageResult(file_index, page_index, width, height, dpi, tuple(regions), {}, page_reason)

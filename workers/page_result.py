@@ -16,7 +16,11 @@ through `to_dict` / `from_dict`. Boxes are in page pixels of the rendered page
 `lines`: a block of text lines the layout model missed); `source` where its
 text came from (`ocr`: a recogniser; `text_layer`: the PDF's own text layer).
 A line's `confidence` is the recogniser's (0-1, None when it gives none);
-`low_confidence` flags a line below `LOW_CONFIDENCE`.
+`low_confidence` flags a line below `LOW_CONFIDENCE`. A line's `words` (`WordResult`,
+made by `workers.line_words`) each say where their box came from (`box_source`: `text_layer`,
+the PDF's own word box; `interpolated`, spread along the line by character widths) and their
+confidence (`confidence_source`: `tokens`, the recogniser's token log-probs over the word;
+`line`, the line's own; None with no confidence). Results stored before words have none.
 
 In text-layer mode `verify` a PDF page whose layer passes its checks is still
 recognised, each line with the layer's text as the recogniser's draft; the
@@ -46,11 +50,32 @@ LOW_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
+class WordResult:
+    bbox: Box
+    text: str
+    confidence: float | None          # 0-1; None when neither the recogniser nor its line gives one
+    box_source: str                   # "text_layer" or "interpolated"
+    confidence_source: str | None     # "tokens", "line", or None with no confidence
+
+    def to_dict(self) -> dict[str, Any]:
+        confidence = None if self.confidence is None else round(self.confidence, 3)
+        return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
+                "box_source": self.box_source, "confidence_source": self.confidence_source}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WordResult:
+        bbox = tuple(float(v) for v in data["bbox"])
+        return cls(bbox, data["text"], data.get("confidence"), data["box_source"],  # type: ignore[arg-type]
+                   data.get("confidence_source"))
+
+
+@dataclass(frozen=True)
 class LineResult:
     bbox: Box
     text: str
     confidence: float | None = None   # 0-1, from the recogniser; None when it gives none
     layer_text: str | None = None     # verify: the text layer's text, where the reading differs from it
+    words: tuple[WordResult, ...] = ()   # (workers.line_words); () until the words stage, and in older results
 
     @property
     def low_confidence(self) -> bool:
@@ -59,12 +84,14 @@ class LineResult:
     def to_dict(self) -> dict[str, Any]:
         confidence = None if self.confidence is None else round(self.confidence, 3)
         return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
-                "low_confidence": self.low_confidence, "layer_text": self.layer_text}
+                "low_confidence": self.low_confidence, "layer_text": self.layer_text,
+                "words": [word.to_dict() for word in self.words]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineResult:
         bbox = tuple(float(v) for v in data["bbox"])
-        return cls(bbox, data["text"], data.get("confidence"), data.get("layer_text"))  # type: ignore[arg-type]
+        return cls(bbox, data["text"], data.get("confidence"), data.get("layer_text"),  # type: ignore[arg-type]
+                   tuple(WordResult.from_dict(word) for word in data.get("words", ())))
 
 
 @dataclass(frozen=True)

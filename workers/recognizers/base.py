@@ -60,6 +60,8 @@ class RecognitionOutcome:
     text: str | None            # None when this crop failed
     error: str | None = None    # a sentence, when text is None
     confidence: float | None = None   # 0-1 when the recogniser gives one
+    tokens: tuple[tuple[str, float], ...] | None = None   # (token text, log-prob) of the reply, when it gives them:
+                                                          # words' confidences (workers.line_words)
 
     def __post_init__(self) -> None:
         assert (self.text is None) != (self.error is None)

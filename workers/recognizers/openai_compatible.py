@@ -182,7 +182,7 @@ class OpenAIVisionRecognizer:
 
     def _outcome(self, choice: dict[str, Any]) -> RecognitionOutcome:
         return RecognitionOutcome((choice["message"].get("content") or "").strip(),
-                                  confidence=_confidence(choice.get("logprobs")))
+                                  confidence=_confidence(choice.get("logprobs")), tokens=_tokens(choice.get("logprobs")))
 
     async def _recognize_one(self, client: httpx.AsyncClient, item: RecognitionItem) -> RecognitionOutcome:
         url = data_url(item.image, self.image_format)
@@ -239,6 +239,17 @@ def _confidence(logprobs: Any) -> float | None:
     values = [entry.get("logprob") for entry in entries or () if isinstance(entry, dict)]
     values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return math.exp(sum(values) / len(values)) if values else None
+
+
+def _tokens(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
+    """(token, log-prob) pairs of the reply, or None when it carries none or a malformed one."""
+    entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    pairs = [(entry.get("token"), entry.get("logprob")) for entry in entries if isinstance(entry, dict)]
+    if len(pairs) != len(entries) or not all(isinstance(t, str) and isinstance(v, (int, float)) for t, v in pairs):
+        return None
+    return tuple((token, float(value)) for token, value in pairs)
 
 
 def is_loopback(base_url: str) -> bool:
