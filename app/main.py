@@ -24,8 +24,11 @@ from app.api_keys import KeyRing
 from app.deps import ApiContext
 from app.errors import error_response, install_error_handlers
 from app.local_copies import LocalCopySweeper
+from app.mcp_http import McpEndpoint
+from app.routes_events import router as events_router
 from app.routes_jobs import router as jobs_router
 from app.routes_pages import router as pages_router
+from app.routes_webhooks import router as webhooks_router
 from app.schemas_registry import router as schemas_router
 from app.web_ui import mount_web_ui
 from httpguard.hosts import allowed_host_names, host_allowed
@@ -49,16 +52,21 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     settings = settings or Settings()
     # FastAPI's own docs pages load unpinned CDN files on the web page's origin: ours, when asked for.
     jobs = JobService(settings)
+    keys = KeyRing.from_settings(settings)
+    mcp = McpEndpoint(jobs, keys, settings)   # the MCP server at /mcp, behind the same keys
     app = FastAPI(title="ocrserve", version=VERSION,
                   description="Self-hosted document OCR: PDFs and images in; Markdown, JSON, text and "
                               "searchable PDF out.",
                   docs_url=None, redoc_url=None, swagger_ui_oauth2_redirect_url=None,
-                  lifespan=_local_copy_sweep(jobs, settings))
-    app.state.context = ApiContext(settings=settings, jobs=jobs, keys=KeyRing.from_settings(settings))
+                  lifespan=_lifespan(jobs, settings, mcp))
+    app.state.context = ApiContext(settings=settings, jobs=jobs, keys=keys)
     install_error_handlers(app)
+    mcp.mount(app)
     app.include_router(jobs_router)
     app.include_router(schemas_router)
     app.include_router(pages_router)
+    app.include_router(events_router)
+    app.include_router(webhooks_router)
     mount_web_ui(app)
     if settings.api_docs:
         mount_api_docs(app)
@@ -80,16 +88,18 @@ def create_app(settings: Settings | None = None, bound_host: str | None = None) 
     return app
 
 
-def _local_copy_sweep(jobs: JobService, settings: Settings):
-    """While the app serves: with a shared blob store, its sweep of this host's copies of deleted
-    jobs (app/local_copies.py); nothing to do when the data directory is the shared place."""
+def _lifespan(jobs: JobService, settings: Settings, mcp: McpEndpoint):
+    """While the app serves: the MCP endpoint's session manager, and with a shared blob store, its
+    sweep of this host's copies of deleted jobs (app/local_copies.py); no sweep when the data
+    directory is the shared place."""
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         sweeper = LocalCopySweeper(jobs, settings.recovery_interval_s) if jobs.blobs.shared else None
         if sweeper is not None:
             sweeper.start()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             if sweeper is not None:
                 sweeper.stop()

@@ -35,7 +35,7 @@ MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
 # SQLite binds OFFSET as a signed 64-bit integer; past it the query would fail (a 500): refuse it (400).
 MAX_LIST_OFFSET = 2**63 - 1
-FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture")
+FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture", "callback_url")
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
     "properties": {
@@ -52,6 +52,9 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
                        "such a page with its layer's text as the model's draft (faster on our engine), each region "
                        "saying whether the reading agrees with the layer (default: the server's, auto unless "
                        "OCRSERVE_TEXT_LAYER says otherwise)"},
+        "callback_url": {"type": "string", "format": "uri", "description": "POST the job's events here, signed "
+                         "(X-Ocrserve-Signature; GET /v1/webhooks/secret): a failed page, and the job done, failed "
+                         "or cancelled; only hosts the server allows (OCRSERVE_WEBHOOK_ALLOWED_HOSTS)"},
         "keep_furniture": {"type": "boolean", "description": "keep page furniture (running headers and footers, "
                            "page numbers, line numbers, margin notes) in the Markdown and text; the JSON always "
                            "has it, marked by role (default: false)"},
@@ -87,7 +90,7 @@ async def _submit(context: ApiContext, owner: str, form: ReceivedForm) -> JobVie
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
     job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
                                   extraction=extraction, text_layer=fields.get("text_layer"),
-                                  keep_furniture=keep_furniture)
+                                  keep_furniture=keep_furniture, callback_url=fields.get("callback_url"))
     return _view(context.jobs, job)
 
 

@@ -69,12 +69,15 @@ class JobOptions:
                                     # the model's draft
     keep_furniture: bool = False    # Markdown and text keep running headers, footers, page numbers, line numbers
                                     # and margin notes (workers.furniture); the JSON always has them, by role
+    callback_url: str | None = None  # where the job's webhook events go (workers/webhooks.py), checked at submit
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages,
                                 "text_layer": self.text_layer, "keep_furniture": self.keep_furniture}
         if self.extraction is not None:
             data["extraction"] = self.extraction.to_dict()
+        if self.callback_url is not None:
+            data["callback_url"] = self.callback_url
         return data
 
     @classmethod
@@ -83,7 +86,7 @@ class JobOptions:
         # A job stored before text_layer existed loads with the default.
         return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"),
                    ExtractionSchema.from_dict(extraction) if extraction else None, data.get("text_layer", "auto"),
-                   bool(data.get("keep_furniture", False)))
+                   bool(data.get("keep_furniture", False)), data.get("callback_url"))
 
 
 @dataclass(frozen=True)

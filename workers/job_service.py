@@ -30,6 +30,7 @@ from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
 from workers.job_store import JobStore
 from workers.settings import ALL_FORMATS, Settings
+from workers.webhook_urls import WebhookAllowlist, check_callback_url
 
 
 class QueueUnavailableError(RuntimeError):
@@ -92,16 +93,23 @@ class JobService:
     def submit(self, owner: str, uploads: Sequence[Upload], pages: str | None = None,
                formats: str | Sequence[str] | None = None, dpi: float | None = None,
                clamp_pages: bool = False, extraction: ExtractionSchema | None = None,
-               text_layer: str | None = None, keep_furniture: bool = False) -> JobRecord:
+               text_layer: str | None = None, keep_furniture: bool = False,
+               callback_url: str | None = None) -> JobRecord:
         """Check and store the uploads as one job and queue it. With `clamp_pages`
         (batch runs over documents of mixed length) selected pages past a
         document's end are left out instead of refused. `extraction`, a schema
         already checked, adds extraction.json to the job's results. `text_layer`
         is auto, never or verify (None: the service's default, OCRSERVE_TEXT_LAYER). `keep_furniture`
-        keeps page furniture (headers, footers, page numbers...) in the Markdown and text."""
+        keeps page furniture (headers, footers, page numbers...) in the Markdown and text. `callback_url`
+        gets the job's webhook events, if the deployment's rules let it be called (workers/webhook_urls.py)."""
+        if callback_url is not None and callback_url.strip():
+            check_callback_url(callback_url, WebhookAllowlist.parse(self.settings.webhook_allowed_hosts))
+            callback_url = callback_url.strip()
+        else:
+            callback_url = None
         options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
                              extraction, parse_text_layer(text_layer, self.settings.text_layer),
-                             keep_furniture=keep_furniture)
+                             keep_furniture=keep_furniture, callback_url=callback_url)
         if not uploads:
             raise InputError("no file was uploaded")
         if len(uploads) > self.settings.max_files_per_job:

@@ -16,6 +16,7 @@ schema, one set of statements, the same invariants on both.
 | one finisher at a time                       | `claim_finish` holds a lease on the job until it is released or expires |
 | the job list never reads page results        | listings count pages in SQL and name their columns |
 | the schema moves forward at start-up         | numbered migrations in `_MIGRATIONS`, applied once under a lock, recorded in `schema_version` |
+| every state change is in the job's event log | appended in the change's own transaction (workers/job_events.py); a writer locks the job before its pages |
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from sqlalchemy import (Column, Connection, Double, ForeignKeyConstraint, Index,
                         PrimaryKeyConstraint, Table, Text, inspect, text)
 from sqlalchemy.engine import Row
 
-from workers import database
+from workers import database, job_events
 from workers.job_model import (JobFile, JobListing, JobOptions, JobRecord, JobState, PageClaim, PageDispatch,
                                PageRecord, PageState)
 
@@ -75,8 +76,17 @@ def _migration_2(conn: Connection) -> None:
     create_tables(conn)
 
 
+def _migration_3(conn: Connection) -> None:
+    """Each job's event log (live progress, webhooks), the webhook outbox and the shared secrets."""
+    from workers import service_secrets, webhook_deliveries
+
+    job_events.create_tables(conn)
+    webhook_deliveries.create_tables(conn)
+    service_secrets.create_tables(conn)
+
+
 # Append only: migration k takes a store at version k - 1 to version k.
-_MIGRATIONS = (_migration_1, _migration_2)
+_MIGRATIONS = (_migration_1, _migration_2, _migration_3)
 _PAGE_COLUMNS = ("file_index, page_index, state, reason, attempts, lost_runs, regions_ok, regions_fallback, "
                  "regions_failed")   # everything a job's view shows: never `result`
 _JOB_COLUMNS = "id, owner, state, created_at, updated_at, finished_at, options, files, error"
@@ -135,6 +145,7 @@ class JobStore:
                         (fi, pi) for fi, f in enumerate(files) for pi in f.page_indices)]
             db.execute(text("INSERT INTO pages (job_id, file_index, page_index, position, state, updated_at) "
                             "VALUES (:job, :file, :page, :position, :state, :now)"), rows)
+            job_events.append_job_event(db, job_id, JobState.QUEUED.value)
         job = self.get_job(job_id)
         assert job is not None
         return job
@@ -197,10 +208,13 @@ class JobStore:
 
     def mark_job_running(self, job_id: str) -> bool:
         with database.write(self.engine) as db:
-            return db.execute(text("UPDATE jobs SET state = :running, updated_at = :now WHERE id = :id "
-                                   "AND state = :queued"),
-                              {"running": JobState.RUNNING.value, "now": time.time(), "id": job_id,
-                               "queued": JobState.QUEUED.value}).rowcount == 1
+            changed = db.execute(text("UPDATE jobs SET state = :running, updated_at = :now WHERE id = :id "
+                                      "AND state = :queued"),
+                                 {"running": JobState.RUNNING.value, "now": time.time(), "id": job_id,
+                                  "queued": JobState.QUEUED.value}).rowcount == 1
+            if changed:
+                job_events.append_job_event(db, job_id, JobState.RUNNING.value)
+            return changed
 
     def claim_page(self, job_id: str, file_index: int, page_index: int,
                    dispatch: int | None = None) -> PageClaim | None:
@@ -354,7 +368,8 @@ class JobStore:
         assert state in (PageState.DONE, PageState.FAILED)
         regions_ok, regions_fallback, regions_failed = region_counts
         with database.write(self.engine) as db:
-            return db.execute(text(
+            job_events.lock_job(db, job_id)   # the job before its page: the store's lock order
+            saved = db.execute(text(
                 f"UPDATE pages SET state = :state, reason = :reason, result = :result, regions_ok = :ok, "
                 f"regions_fallback = :fallback, regions_failed = :failed, updated_at = :now "
                 f"WHERE {_PAGE_KEY} AND state IN {_ACTIVE_PAGE} "
@@ -362,16 +377,24 @@ class JobStore:
                 {"state": state.value, "reason": reason, "result": None if result is None else json.dumps(result),
                  "ok": regions_ok, "fallback": regions_fallback, "failed": regions_failed, "now": time.time(),
                  "job": job_id, "file": file_index, "page": page_index}).rowcount == 1
+            if saved:
+                job_events.append_page_event(db, job_id, file_index, page_index, state.value, reason)
+            return saved
 
     def fail_stale_pages(self, job_id: str, older_than_s: float, reason: str) -> int:
         """Fail pages left `running` longer than any live task may run (their worker was
         killed by the hard time limit); returns how many."""
         now = time.time()
         with database.write(self.engine, serial=True) as db:
-            return db.execute(text("UPDATE pages SET state = :failed, reason = :reason, updated_at = :now "
-                                   "WHERE job_id = :job AND state = :running AND updated_at < :before"),
-                              {"failed": PageState.FAILED.value, "reason": reason, "now": now, "job": job_id,
-                               "running": PageState.RUNNING.value, "before": now - older_than_s}).rowcount
+            job_events.lock_job(db, job_id)
+            failed = db.execute(text("UPDATE pages SET state = :failed, reason = :reason, updated_at = :now "
+                                     "WHERE job_id = :job AND state = :running AND updated_at < :before "
+                                     "RETURNING file_index, page_index"),
+                                {"failed": PageState.FAILED.value, "reason": reason, "now": now, "job": job_id,
+                                 "running": PageState.RUNNING.value, "before": now - older_than_s}).fetchall()
+            for file_index, page_index in sorted(failed):
+                job_events.append_page_event(db, job_id, file_index, page_index, PageState.FAILED.value, reason)
+            return len(failed)
 
     def page_results(self, job_id: str) -> dict[tuple[int, int], dict[str, Any]]:
         with self._connect() as db:
@@ -390,6 +413,8 @@ class JobStore:
                 db.execute(text(f"UPDATE pages SET state = :failed, reason = COALESCE(reason, :error), "
                                 f"updated_at = :now WHERE job_id = :job AND state IN {_ACTIVE_PAGE}"),
                            {"failed": PageState.FAILED.value, "error": error, "now": now, "job": job_id})
+            if changed:
+                job_events.append_job_event(db, job_id, state.value, error)
             return changed
 
     def cancel_job(self, job_id: str) -> bool:
@@ -402,6 +427,7 @@ class JobStore:
                 db.execute(text(f"UPDATE pages SET state = :cancelled, updated_at = :now WHERE job_id = :job "
                                 f"AND state IN {_ACTIVE_PAGE}"),
                            {"cancelled": PageState.CANCELLED.value, "now": now, "job": job_id})
+                job_events.append_job_event(db, job_id, JobState.CANCELLED.value)
             return changed
 
     def delete_job(self, job_id: str, owner: str) -> bool:

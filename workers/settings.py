@@ -147,6 +147,19 @@ class Settings(BaseSettings):
     recovery_interval_s: int = Field(60, ge=1)             # each worker's sweep: unsent jobs, lost pages, retention
     job_retention_days: float = Field(30.0, ge=0)          # finished jobs older than this are deleted; 0 keeps them
 
+    # Webhooks (workers/webhooks.py): hosts and networks a job's callback_url may reach (workers/webhook_urls.py;
+    # unset: webhooks off), and how each delivery is tried.
+    webhook_allowed_hosts: str | None = None
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120)
+    webhook_max_attempts: int = Field(6, ge=1, le=20)
+    webhook_retry_backoff_s: float = Field(10.0, gt=0)   # before the 2nd attempt; doubles, with jitter
+    webhook_poll_interval_s: float = Field(0.5, gt=0)    # how often a worker looks for due deliveries
+    # Live progress (app/routes_events.py): streams one key holds open at once in this API process (the next
+    # gets 429), how often a stream reads the job's new events, and its keep-alive comment interval.
+    max_event_streams_per_key: int = Field(4, ge=1)
+    event_stream_poll_s: float = Field(0.5, gt=0, le=10)
+    event_stream_keepalive_s: float = Field(15.0, gt=0)
+
     @model_validator(mode="after")
     def _check_clocks(self) -> Settings:
         if self.broker_visibility_timeout_s <= self.page_time_limit_s + HARD_LIMIT_GRACE_S:

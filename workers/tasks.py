@@ -38,6 +38,7 @@ from workers.recognizers.base import RecognizerUnavailableError
 from workers.recognizers.registry import build_recognizer
 from workers.recovery import RecoverySweeper, recover
 from workers.settings import HARD_LIMIT_GRACE_S, Settings
+from workers.webhooks import WebhookSender
 
 logger = logging.getLogger("ocrserve.workers")
 
@@ -154,3 +155,4 @@ def _recover_after_start(sender, **_: object) -> None:
     except Exception:   # the sweep tries again
         logger.exception("recovery at start-up failed")
     RecoverySweeper(celery_app, store, settings).start()
+    WebhookSender(store, settings).start()   # jobs' webhook deliveries, queued by whichever process changed the job
