@@ -13,7 +13,7 @@ of its body text regions (0.17 * dpi when it has none: a 10 pt line's box).
 | `title` (up to 3 rows) | one `heading` |
 | any text region on a table-of-contents page | one `list` of its entries, one per row, leaders dropped |
 | a text region of one row | a `heading` when numbered, in capitals (<= 6 words), or >= 1.2 h tall; else as below |
-| other text | `workers.structure_text.segment_rows`: headings, paragraphs, lists, code, equations |
+| other text | `workers.structure_text.segment_rows`: headings, paragraphs, lists, code, equations, tables without rules (`workers.structure_tables`) |
 | header, footer | one `paragraph` |
 | figure | none |
 

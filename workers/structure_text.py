@@ -6,6 +6,8 @@ Thresholds are in `h`, the page's body line height; code is found by
 Rows go top to bottom; each joins the block it continues or starts a new one:
 
 - code: rows `workers.structure_code.code_runs` finds (prompts, symbols, set-in commands).
+- table: rows of cells lined up in columns, `workers.structure_tables.table_runs` (tables
+  without rules, such as a statement of amounts, that the layout model took for text).
 - heading: a row that starts with section numbering ("2", "2.3", "A.1", "Chapter 3")
   and a capitalised title of <= 12 words (the page decides, `workers.structure`),
   where a paragraph may start and, with rows below it, short of the right edge.
@@ -32,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from workers.structure_blocks import Block, BlockType, ListItem
 from workers.structure_code import code_block, code_runs
+from workers.structure_tables import table_block, table_runs
 from workers.structure_rows import (Frame, Row, ends_sentence, join_lines, line_ids, list_marker, marker_number,
                                     starts_capitalised)
 
@@ -84,6 +87,8 @@ def segment_rows(rows: Sequence[Row], h: float, heading_depth: HeadingTest,
     frame = replace(frame, justified=len(rows) >= 3 and full_rows >= JUSTIFIED * (len(rows) - 1))
     equations = {k for k, row in enumerate(rows) if _equation(row, frame) is not None}
     runs = code_runs(rows, frame, equations)
+    code_rows = {i for start, end in runs.items() for i in range(start, end)}
+    tables = table_runs(rows, h, code_rows | equations)
     out: list[tuple[Block, float]] = []
     paragraph: list[Row] = []
     items: list[_Item] = []
@@ -103,6 +108,12 @@ def segment_rows(rows: Sequence[Row], h: float, heading_depth: HeadingTest,
             flush()
             end = runs[k]
             out.append((code_block(rows[k:end]), row.height))
+            k = end
+            continue
+        if k in tables:
+            flush()
+            end = tables[k]
+            out.append((table_block(rows[k:end]), row.height))
             k = end
             continue
         depth = heading_depth(row, prev, len(rows) == 1)
