@@ -10,7 +10,8 @@ Rows go top to bottom; each joins the block it continues or starts a new one:
   without rules, such as a statement of amounts, that the layout model took for text).
 - heading: a row that starts with section numbering ("2", "2.3", "A.1", "Chapter 3")
   and a capitalised title of <= 12 words (the page decides, `workers.structure`),
-  where a paragraph may start and, with rows below it, short of the right edge.
+  where a paragraph may start and, with rows below it, short of the right edge; or a
+  short row of 3-10 words in Title Case, so placed, over a full row of running text.
 - list: a row that starts with a bullet glyph, or a dash or enumerator ("1.", "1)",
   "(a)", "iv.", "[3]") where a paragraph may start. A row without a marker
   continues the item when it starts at the item's text (0.35 h; the first such row
@@ -35,8 +36,8 @@ from dataclasses import dataclass, replace
 from workers.structure_blocks import Block, BlockType, ListItem
 from workers.structure_code import code_block, code_runs
 from workers.structure_tables import table_block, table_runs
-from workers.structure_rows import (Frame, Row, ends_sentence, join_lines, line_ids, list_marker, marker_number,
-                                    starts_capitalised)
+from workers.structure_rows import (Frame, Row, code_density, ends_sentence, join_lines, line_ids, list_marker,
+                                    marker_number, starts_capitalised)
 
 PARAGRAPH_GAP = 0.6         # h above the usual gap between rows: a new paragraph
 SENTENCE_GAP = 0.35         # h above the usual gap after a row that ends a sentence: a new paragraph
@@ -46,6 +47,8 @@ JUSTIFIED = 0.6             # of a region's rows (but its last) reaching the rig
 ITEM_TEXT_TOLERANCE = 0.35  # h: a continuation row sits this close to its item's text
 MAX_LIST_DEPTH = 3
 CENTRED, RAGGED = 0.75, 0.5   # h: rows centred this close to their median, both edges spread this far
+TITLE_MIN_WORDS, TITLE_MAX_WORDS = 3, 10   # an unnumbered Title Case heading over running text
+_SMALL_WORDS = frozenset("a an and as at but by for from in into of on or per the to via vs with".split())
 
 _ENUMERATOR_ONLY = re.compile(r"^(\((?:\d{1,3}|[a-zA-Z]|[ivxlcdm]{1,6})\)|(?:\d{1,3}|[a-z]|[ivxlcdm]{1,6})[.)])$")
 _FOOTNOTE = re.compile(r"^(?:\d{1,2}|[*†‡§])\s+\S")
@@ -117,6 +120,8 @@ def segment_rows(rows: Sequence[Row], h: float, heading_depth: HeadingTest,
             k = end
             continue
         depth = heading_depth(row, prev, len(rows) == 1)
+        if depth is None and k + 1 < len(rows) and _is_title_row(row, rows[k + 1], frame):
+            depth = 0
         if depth is not None and (len(rows) == 1 or frame.is_short(row)) and frame.may_start_paragraph(prev):
             flush()
             out.append((Block(BlockType.HEADING, row.text, row.line_ids, level=depth + 1 if depth else None),
@@ -141,6 +146,22 @@ def segment_rows(rows: Sequence[Row], h: float, heading_depth: HeadingTest,
         k += 1
     flush()
     return out
+
+
+def _is_title_row(row: Row, following: Row, frame: Frame) -> bool:
+    """A short row in Title Case (3-10 words, every word but the small ones capitalised, no
+    sentence punctuation at its end) over a full row of running text: an unnumbered heading
+    set in bold or italics at body size ("Recently Issued Accounting Pronouncements", "Note 2 -
+    Business Combination"), which only its case and its place give away in line boxes."""
+    words = row.text.split()
+    if not TITLE_MIN_WORDS <= len(words) <= TITLE_MAX_WORDS or row.text.endswith((".", ",", ";")):
+        return False
+    if code_density(row.text) >= 0.1 or sum(c.isalpha() for c in row.text) < 0.6 * len(row.text.replace(" ", "")):
+        return False
+    capitalised = [word for word in words if word[:1].isalpha() and word.lower() not in _SMALL_WORDS]
+    if len(capitalised) < 2 or not all(word[:1].isupper() for word in capitalised) or not words[0][:1].isupper():
+        return False
+    return not frame.is_short(following) and starts_capitalised(following.text) and len(following.text.split()) >= 6
 
 
 def _is_centred(rows: Sequence[Row], h: float) -> bool:

@@ -368,3 +368,19 @@ def test_every_line_with_text_lands_in_exactly_one_block():
         for structured in with_structure(regions, WIDTH, HEIGHT, DPI):
             covered = sorted(i for block in structured.blocks for i in block.lines)
             assert covered == list(range(len(structured.lines))), structured.blocks
+
+
+def test_a_title_case_row_over_running_text_is_a_heading_but_a_short_last_line_is_not():
+    """A financial report's bold headings at body size: only their case and place show in line boxes."""
+    notes = (Lines(300).add(186, "Note 2 - Business Combination", 520)
+             .full("On March 3 the Company acquired all of the shares of Brightwater Holdings for cash and")
+             .add(186, "stock, and the results are included from that date.", 700)
+             .add(186, "Recently Issued Accounting Pronouncements", 620)
+             .full("In June the board issued new guidance on the recognition of credit losses, which the")
+             .add(186, "Company will adopt next year.", 520)
+             .add(186, "Members of the Audit Committee", 520))
+    blocks = blocks_of(region(0, "text", notes))[0]
+    assert [(block.type.value, block.text.split(" ")[0]) for block in blocks] == [
+        ("heading", "Note"), ("paragraph", "On"), ("heading", "Recently"), ("paragraph", "In")]
+    assert blocks[-1].text.endswith("adopt next year. Members of the Audit Committee"), \
+        "a Title Case row with no running text under it stays in its paragraph"
