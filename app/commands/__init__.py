@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "OCR files and folders to Markdown/JSON/text/PDF, no server needed",
     "keys": "manage API keys (add NAME prints the key once; list; remove NAME)",
     "status": "the job store, the broker and the workers (as GET /health, with worker names)",
+    "mcp": "an MCP server on stdio for agents (tools: OCR, extract, results); over HTTP it is /mcp of serve",
 }
 
 
