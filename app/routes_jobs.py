@@ -32,7 +32,8 @@ from workers.settings import Settings
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
-               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json"}
+               "txt": "text/plain; charset=utf-8", "pdf": "application/pdf", "extraction": "application/json",
+               "hocr": "application/xhtml+xml; charset=utf-8", "alto": "application/xml; charset=utf-8"}
 # SQLite binds OFFSET as a signed 64-bit integer; past it the query would fail (a 500): refuse it (400).
 MAX_LIST_OFFSET = 2**63 - 1
 FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture", "callback_url")
@@ -42,7 +43,8 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "files": {"type": "array", "items": {"type": "string", "format": "binary"},
                   "description": "one or more PDF, PNG, JPEG or TIFF files"},
         "pages": {"type": "string", "description": "pages of each file, e.g. '1-5,8' (default: all)"},
-        "formats": {"type": "string", "description": "comma-separated subset of md,json,txt,pdf (default: all)"},
+        "formats": {"type": "string", "description": "comma-separated subset of md,json,txt,pdf,hocr,alto "
+                    "(default: md,json,txt,pdf)"},
         "dpi": {"type": "number", "description": "render resolution for PDF pages (default: the server's)"},
         "schema": {"type": "string", "description": "extract fields into extraction.json: the name of a "
                    "registered schema (GET /v1/schemas) or a whole JSON schema, as text or as a file part"},
@@ -113,10 +115,11 @@ def get_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
     return _view(jobs, _owned_job(jobs, owner, job_id))
 
 
-@router.get("/{job_id}/result", summary="A finished job's result as md, json, txt, pdf or extraction (JSON)",
+@router.get("/{job_id}/result", summary="A finished job's result as md, json, txt, pdf, hocr, alto or extraction (JSON)",
             responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}})
 def get_result(job_id: str, request: Request, context: Context, owner: Owner,
-               format: Literal["md", "json", "txt", "pdf", "extraction"] = Query("md")) -> Response:  # noqa: A002
+               format: Literal["md", "json", "txt", "pdf", "hocr", "alto", "extraction"] = Query("md")  # noqa: A002
+               ) -> Response:
     jobs = context.jobs
     job = _owned_job(jobs, owner, job_id)
     if job.state is not JobState.DONE:

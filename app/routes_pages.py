@@ -38,7 +38,7 @@ from vision.text_layer import TEXT_LAYER_MODES
 from workers.job_model import JobRecord
 from workers.job_service import JobService
 from workers.data_dir import write_atomically_with
-from workers.settings import ALL_FORMATS, Settings
+from workers.settings import ALL_FORMATS, DEFAULT_FORMATS, Settings
 
 router = APIRouter(prefix="/v1", tags=["web page"])
 
@@ -57,6 +57,7 @@ class ServiceLimits(BaseModel):
     render_dpi: float = Field(description="resolution PDF pages are rendered at unless a job asks otherwise")
     max_render_dpi: float
     formats: list[str] = Field(description="result formats a job may ask for")
+    default_formats: list[str] = Field(description="the formats a job gets unless it names some")
     file_types: list[str] = Field(description="document kinds accepted, decided by content")
     file_extensions: list[str]
     text_layer: str = Field(description="the text-layer mode a job gets unless it names one")
@@ -70,7 +71,8 @@ def get_limits(context: Context, _owner: Owner) -> ServiceLimits:
     return ServiceLimits(
         max_upload_bytes=settings.max_upload_bytes, max_files_per_job=settings.max_files_per_job,
         max_pages=settings.max_pages, max_page_pixels=settings.max_page_pixels, render_dpi=settings.render_dpi,
-        max_render_dpi=limits.max_render_dpi, formats=list(ALL_FORMATS), file_types=[k.value for k in DocumentKind],
+        max_render_dpi=limits.max_render_dpi, formats=list(ALL_FORMATS),
+        default_formats=list(DEFAULT_FORMATS), file_types=[k.value for k in DocumentKind],
         file_extensions=[ext for kind in DocumentKind for ext in FILE_EXTENSIONS[kind.value]],
         text_layer=settings.text_layer, text_layer_modes=list(TEXT_LAYER_MODES))
 

@@ -12,7 +12,8 @@ import { drawLegend, drawPage, drawPageNote } from "./page_drawing.js";
 import { listRegions } from "./region_list.js";
 import { pageParts } from "./result_markdown.js";
 
-const DOWNLOADS = [["md", "Markdown"], ["json", "JSON"], ["txt", "Text"], ["pdf", "Searchable PDF"]];
+const DOWNLOADS = [["md", "Markdown"], ["json", "JSON"], ["txt", "Text"], ["pdf", "Searchable PDF"], ["hocr", "hOCR"],
+  ["alto", "ALTO XML"]];
 
 export class ResultView {
   constructor(getApi, announce) {

@@ -8,10 +8,11 @@ import { byId, el, formatBytes, plural, showMessage } from "./dom.js";
 // What the API documents, used until /v1/limits answers (or if it cannot).
 const DOCUMENTED_LIMITS = {
   max_upload_bytes: 100 * 1024 * 1024, max_files_per_job: 20, max_pages: 1000, render_dpi: 150,
-  max_render_dpi: 600, formats: ["md", "json", "txt", "pdf"], file_types: ["pdf", "png", "jpeg", "tiff"],
+  max_render_dpi: 600, formats: ["md", "json", "txt", "pdf", "hocr", "alto"],
+  default_formats: ["md", "json", "txt", "pdf"], file_types: ["pdf", "png", "jpeg", "tiff"],
   file_extensions: [".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"], text_layer: "auto",
 };
-const FORMAT_NAMES = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF" };
+const FORMAT_NAMES = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF", hocr: "hOCR", alto: "ALTO XML" };
 
 export class UploadPanel {
   constructor(getApi, onSubmitted) {
@@ -70,7 +71,8 @@ export class UploadPanel {
     byId("option-text-layer").value = this.limits.text_layer;   // the service's default
     const formats = byId("option-formats");
     formats.replaceChildren(...this.limits.formats.map((format) => el("label", { class: "check" },
-      el("input", { type: "checkbox", name: "formats", value: format, checked: true,
+      el("input", { type: "checkbox", name: "formats", value: format,
+                    checked: (this.limits.default_formats || DOCUMENTED_LIMITS.default_formats).includes(format),
                     disabled: format === "json", title: format === "json" ? "JSON is always produced" : null }),
       ` ${FORMAT_NAMES[format] || format}`)));
     this.renderFiles();

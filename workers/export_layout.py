@@ -95,8 +95,9 @@ def _line(line: dict[str, Any], width: int, height: int) -> ExportLine:
     words = stored or interpolated_words(tuple(line["bbox"]), line["text"], line.get("confidence"))  # type: ignore[arg-type]
     exported = tuple(ExportWord(_int_box(word.bbox, width, height), word.text, word.confidence, word.box_source)
                      for word in words)
-    # A text layer's word boxes (the font's ascent and descent) may stand out of the detected line's.
-    return ExportLine(_union([_int_box(line["bbox"], width, height), *(word.bbox for word in exported)]), exported)
+    # The line's box stays the detected one even where a text layer's word boxes (the font's ascent and
+    # descent) stand out of it: unions of those overlap the next line's.
+    return ExportLine(_int_box(line["bbox"], width, height), exported)
 
 
 def _union(boxes: list[IntBox]) -> IntBox:

@@ -29,6 +29,8 @@ from vision.limits import InputError
 from workers.blob_store import blob_store_for
 from workers.data_dir import DataDir, write_atomically
 from workers.document_result import build_document_result, render_markdown, render_text
+from workers.export_alto import render_alto
+from workers.export_hocr import render_hocr
 from workers.extraction import SchemaExtractor
 from workers.job_model import JobRecord, JobState, PageState
 from workers.job_store import JobStore
@@ -230,7 +232,8 @@ class JobRunner:
         keep = job.options.keep_furniture
         writers = {"md": lambda: render_markdown(result, keep_furniture=keep).encode(),
                    "txt": lambda: render_text(result, keep_furniture=keep).encode(),
-                   "json": lambda: json.dumps(result, ensure_ascii=False, indent=1).encode()}
+                   "json": lambda: json.dumps(result, ensure_ascii=False, indent=1).encode(),
+                   "hocr": lambda: render_hocr(result).encode(), "alto": lambda: render_alto(result).encode()}
         for fmt, render in writers.items():
             path = self.data_dir.result_path(job.id, fmt)
             if fmt in formats and not self.blobs.exists(path):

@@ -29,7 +29,7 @@ from workers.data_dir import DataDir, move_into_place, write_atomically
 from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
 from workers.job_store import JobStore
-from workers.settings import ALL_FORMATS, Settings
+from workers.settings import ALL_FORMATS, DEFAULT_FORMATS, Settings
 from workers.webhook_urls import WebhookAllowlist, check_callback_url
 
 
@@ -204,13 +204,14 @@ class JobService:
 
 
 def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
-    """'md,json' or ['md', 'json'] -> ('md', 'json'); None or blank -> all four."""
+    """'md,json' or ['md', 'json'] -> ('md', 'json'); None or blank -> md, json, txt and pdf
+    (hOCR and ALTO only when named)."""
     if formats is None:
-        return ALL_FORMATS
+        return DEFAULT_FORMATS
     items = formats.split(",") if isinstance(formats, str) else list(formats)
     chosen = [item.strip().lower() for item in items if item.strip()]
     if not chosen:
-        return ALL_FORMATS
+        return DEFAULT_FORMATS
     unknown = [item for item in chosen if item not in ALL_FORMATS]
     if unknown:
         raise InvalidOptionError(f"unknown format {unknown[0][:20]!r}; choose from {', '.join(ALL_FORMATS)}")

@@ -30,7 +30,8 @@ from vision.limits import VisionLimits
 
 HARD_LIMIT_GRACE_S = 10
 HOUSE_MODEL = "house-ocr"   # the engine's built-in name for the house OCR model
-ALL_FORMATS = ("md", "json", "txt", "pdf")
+DEFAULT_FORMATS = ("md", "json", "txt", "pdf")
+ALL_FORMATS = DEFAULT_FORMATS + ("hocr", "alto")   # hOCR and ALTO XML (workers/export_*.py) when asked for
 EXTRACTION_RETRY_BACKOFF_S = 2.0   # before the first retry of an unreachable extraction endpoint; doubles
 
 

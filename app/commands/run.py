@@ -47,7 +47,8 @@ TEXT_LAYER_MODES = ("auto", "never", "verify")   # vision.text_layer's, named he
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF/PNG/JPEG/TIFF files or folders")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
-    parser.add_argument("--formats", default="md,json,txt,pdf", help="comma-separated: md,json,txt,pdf")
+    parser.add_argument("--formats", default="md,json,txt,pdf",
+                        help="comma-separated: md,json,txt,pdf,hocr,alto (hOCR and ALTO XML only when named)")
     parser.add_argument("--pages", default=None, help="pages of each input, e.g. 1-5,8 (pages past the end are skipped)")
     parser.add_argument("--dpi", type=float, default=None, help="render resolution for PDF pages")
     parser.add_argument("--text-layer", choices=TEXT_LAYER_MODES, default=None,

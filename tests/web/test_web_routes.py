@@ -67,7 +67,8 @@ def test_limits_need_a_key_and_report_the_settings(api):
     limits = httpx.get(f"{api.base_url}/v1/limits", headers=auth(), timeout=10).json()
     assert limits["max_upload_bytes"] == UPLOAD_CAP_BYTES
     assert limits["max_pages"] == 20 and limits["render_dpi"] == 100
-    assert limits["formats"] == ["md", "json", "txt", "pdf"]
+    assert limits["formats"] == ["md", "json", "txt", "pdf", "hocr", "alto"]
+    assert limits["default_formats"] == ["md", "json", "txt", "pdf"]
     assert limits["text_layer"] == "auto" and limits["text_layer_modes"] == ["auto", "never", "verify"]
     index = httpx.get(f"{api.base_url}/", timeout=10).text
     assert all(f'<option value="{mode}">' in index for mode in limits["text_layer_modes"]), "the page offers each"
