@@ -15,6 +15,7 @@ from engine.config import EngineConfig
 from engine.errors import EngineStartupError, InvalidRequestError, PromptTooLongError
 from engine.kv_pool import KVPool
 from engine.loader import resolve_model
+from engine.loop_guard import LoopGuard
 from engine.model_config import ModelConfig
 from engine.model_runner import _DTYPES, ModelRunner, free_device_memory, resolve_device
 from engine.multimodal.config import MultimodalConfig
@@ -184,6 +185,7 @@ class Engine:
             multimodal=multimodal,
             grammar_state=grammar_state,
             draft=draft,
+            loop_guard=LoopGuard(params.loop_guard, max_output_len) if params.loop_guard is not None else None,
         )
 
     def grammar_backend(self):

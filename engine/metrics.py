@@ -21,6 +21,8 @@ lock to be read as a consistent pair.
 | ocrserve_cached_prompt_tokens_total | counter | on_prefill_admitted |
 | ocrserve_prompt_tokens_total, ocrserve_generation_tokens_total | counter | on_request_finished |
 | ocrserve_request_success_total{finish_reason} | counter | on_request_finished |
+| ocrserve_loop_guard_requests_total | counter: finished requests that ran with the loop guard | on_request_finished |
+| ocrserve_loop_guard_stops_total | counter: ... that it stopped (finish reason repetition) | on_request_finished |
 | ocrserve_time_to_first_token_seconds | histogram | on_first_token |
 | ocrserve_inter_token_latency_seconds | histogram | on_inter_token |
 | ocrserve_retractions_total | counter | on_retract |
@@ -43,7 +45,8 @@ import threading
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
-FINISH_REASONS = ("stop", "length", "abort", "stop_regex_timeout")   # the last: engine.stop's regex budget
+# "stop_regex_timeout": engine.stop's regex budget; "repetition": the loop guard (engine/loop_guard.py)
+FINISH_REASONS = ("stop", "length", "abort", "stop_regex_timeout", "repetition")
 
 # Seconds. TTFT spans a cached short prompt on a GPU up to a long prefill queued
 # behind others on a CPU; inter-token latency spans one small GPU step up to a
@@ -94,6 +97,11 @@ class EngineMetrics:
                                        ["finish_reason"], registry=r)
         for reason in FINISH_REASONS:
             self.request_success.labels(finish_reason=reason)
+        # the guard's figures: how many requests it watched and how many it stopped
+        self.loop_guard_requests = Counter("ocrserve_loop_guard_requests",
+                                           "Finished requests that ran with the loop guard.", registry=r)
+        self.loop_guard_stops = Counter("ocrserve_loop_guard_stops",
+                                        "Requests the loop guard stopped (finish reason repetition).", registry=r)
 
         self.time_to_first_token = Histogram("ocrserve_time_to_first_token_seconds",
                                              "Seconds from arrival to the first generated token.",
@@ -147,10 +155,15 @@ class EngineMetrics:
     def on_inter_token(self, seconds: float) -> None:
         self.inter_token_latency.observe(seconds)
 
-    def on_request_finished(self, num_prompt_tokens: int, num_output_tokens: int, finish_reason: str) -> None:
+    def on_request_finished(self, num_prompt_tokens: int, num_output_tokens: int, finish_reason: str,
+                            loop_guarded: bool = False) -> None:
         self.prompt_tokens.inc(num_prompt_tokens)
         self.generation_tokens.inc(num_output_tokens)
         self.request_success.labels(finish_reason=finish_reason).inc()
+        if loop_guarded:
+            self.loop_guard_requests.inc()
+            if finish_reason == "repetition":
+                self.loop_guard_stops.inc()
 
     def on_abort(self) -> None:
         self.aborts.inc()

@@ -7,9 +7,10 @@ For each scheduled request, with its verdict from `engine/spec/verify.py` (`deci
 - a verdict: the K/V of drafted tokens the model rejected goes back to the pool at once, the
   draft is counted (engine totals and per-method metrics), then each kept token advances the
   request's sampler counts (penalties), its grammar matcher and its stop window, and the
-  request finishes at the first token that ends it (a stop, the grammar's end, the length
-  limit). The tokens after that one are dropped, as are their drafts' K/V when it leaves the
-  scheduler (`Scheduler.remove` caches only the tokens it computed and kept).
+  request finishes at the first token that ends it (a stop, the grammar's end, the loop
+  guard's repetition, the length limit). The tokens after that one are dropped, as are their
+  drafts' K/V when it leaves the scheduler (`Scheduler.remove` caches only the tokens it
+  computed and kept).
 
 Speculative decoding's part (engine/spec/policy.py) is called at three points: each verdict
 (`on_verdict`: the draft is counted under its method, house-ocr's rescoring keeps its
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 
+from engine.loop_guard import REPETITION_FINISH_REASON
 from engine.request import Request, RequestOutput
 from engine.spec.policy import DraftPolicy
 from engine.spec.verify import Verdict
@@ -98,6 +100,12 @@ class StepProcessor:
         if reason is None and grammar_done:
             reason = "stop"  # the grammar accepted a stop token the stop checker does not know
             req.pending_text += req.stop_checker.flush("stop")
+        # every kept token goes through the guard, so a drafted run stops where a one-token step would
+        looped = req.loop_guard is not None and req.loop_guard.append(token_id)
+        if looped and reason in (None, "length"):   # a stop on this token wins; the length limit does not
+            if reason is None:
+                req.pending_text += req.stop_checker.flush(REPETITION_FINISH_REASON)
+            reason = req.stop_checker.finish_reason = REPETITION_FINISH_REASON
         if reason is None and len(req.output_ids) >= req.max_output_len:
             reason = "length"
             req.pending_text += req.stop_checker.flush()
@@ -113,4 +121,5 @@ class StepProcessor:
         if rescored is not None:
             self.drafts.replace_output(req, rescored)
         if self.metrics is not None:
-            self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason)
+            self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason,
+                                             loop_guarded=req.loop_guard is not None)

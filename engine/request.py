@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from engine.loop_guard import LoopGuard
 from engine.sampler import SamplerState, TokenLogprobs
 from engine.sampling_params import SamplingParams
 from engine.stop import StopChecker
@@ -32,6 +33,7 @@ class RequestOutput:
     delta_logprobs: list[TokenLogprobs]
     finished: bool
     finish_reason: str | None      # "stop" | "length" | "abort" | "stop_regex_timeout" (engine.stop)
+                                   # | "repetition" (engine.loop_guard)
     num_prompt_tokens: int
     num_cached_tokens: int
     num_output_tokens: int
@@ -55,6 +57,8 @@ class Request:
     |                | rescoring), or None: it neither drafts nor is rescored         |
     | spec_ids       | the drafted tokens the current step verifies after the pending |
     |                | one(s) (set by the scheduler, cleared once the step is applied)|
+    | loop_guard     | engine.loop_guard.LoopGuard over output_ids, or None (off);    |
+    |                | kept across retraction like everything else here               |
     """
 
     request_id: str
@@ -71,6 +75,7 @@ class Request:
     # engine.spec.state.DraftState, built by engine/spec/policy.py; typed `object`: engine/spec imports
     # this module, and importing it back would close a circle (tests/test_import_graph.py)
     draft: object | None = None
+    loop_guard: LoopGuard | None = None
 
     status: RequestStatus = RequestStatus.WAITING
     output_ids: list[int] = field(default_factory=list)

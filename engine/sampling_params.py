@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from engine.errors import InvalidRequestError
+from engine.loop_guard import LoopGuardSpec
 
 # Below this temperature a request is greedy: dividing logits by it would
 # overflow fp32 anyway, and argmax is what such a temperature means.
@@ -57,6 +58,10 @@ class SamplingParams:
     # tokenised, drafted and verified like any draft (`text_layer` in the metrics), never
     # trusted: the output is the model's own, token for token what it is without it.
     draft_text: str | None = None
+    # The loop guard (engine/loop_guard.py): stop with finish reason "repetition" once the output
+    # repeats one n-gram past its limits. None: off (plain chat's default); `validate` also takes
+    # true (the default limits), false, or a dict of the limits, as the HTTP API sends them.
+    loop_guard: LoopGuardSpec | None = None
 
     @property
     def is_greedy(self) -> bool:
@@ -104,6 +109,7 @@ class SamplingParams:
             if len(self.draft_text) > MAX_DRAFT_TEXT_LEN:
                 raise InvalidRequestError(f"draft_text has {len(self.draft_text)} characters, more than the limit "
                                           f"of {MAX_DRAFT_TEXT_LEN}", "draft_text")
+        self.loop_guard = LoopGuardSpec.from_option(self.loop_guard)
         self.stop = _as_list("stop", self.stop)
         self.stop_regex = _as_list("stop_regex", self.stop_regex)
         self.stop_token_ids = _as_list("stop_token_ids", self.stop_token_ids)

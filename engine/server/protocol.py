@@ -14,13 +14,16 @@ Extensions beyond OpenAI: `top_k`, `min_p`, `repetition_penalty`, `stop_regex`,
 constraints (see `grammar_request`), `speculative` (false: no speculative
 drafts for this request; a JSON boolean, not 0/1 or "false"), and `draft_text`
 (what the client expects the output to be, e.g. a PDF text layer's line: drafted
-and verified, never trusted; the output is the model's own).
+and verified, never trusted; the output is the model's own), and `loop_guard`
+(true, or an object of `max_repeats`, `min_run_tokens`, `max_ngram_size`: stop
+with finish reason "repetition" once the output repeats itself past those
+limits, engine/loop_guard.py; off unless asked for).
 """
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 
 class StrictModel(BaseModel):
@@ -71,6 +74,15 @@ class ResponseFormat(StrictModel):
     json_schema: JsonSchemaFormat | None = None
 
 
+class LoopGuardFields(StrictModel):
+    """`loop_guard` as an object: the limits a client sets (the rest keep the engine's defaults);
+    their ranges are checked by the engine (`LoopGuardSpec.validate`)."""
+
+    max_repeats: StrictInt | None = None
+    min_run_tokens: StrictInt | None = None
+    max_ngram_size: StrictInt | None = None
+
+
 class GenerationFields(StrictModel):
     """Fields shared by chat and text completions."""
 
@@ -102,6 +114,7 @@ class GenerationFields(StrictModel):
     ebnf: str | None = None
     speculative: StrictBool | None = None
     draft_text: StrictStr | None = None
+    loop_guard: StrictBool | LoopGuardFields | None = None
 
     @property
     def tenant_key(self) -> str:
