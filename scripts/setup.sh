@@ -16,6 +16,10 @@ APT_PACKAGES+=(fonts-dejavu-extra fonts-liberation2 fonts-freefont-ttf fonts-urw
 APT_PACKAGES+=(fonts-linuxlibertine fonts-open-sans fonts-roboto-unhinted fonts-courier-prime fonts-noto-mono
                fonts-ebgaramond fonts-lato)
 # npm installs the web page's libraries below; Debian's package only where there is none.
+# Handwriting fonts: the handwriting line classifier trains on the first five families and is
+# checked on the rest (training/handwriting/data.py, tests/vision/test_handwriting.py).
+APT_PACKAGES+=(fonts-dkg-handwriting fonts-dancingscript fonts-kristi fonts-kaushanscript fonts-femkeklaver
+               fonts-breip fonts-humor-sans fonts-ecolier-court fonts-joscelyn fonts-bwht)
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
 if command -v apt-get >/dev/null 2>&1; then
     missing=()
