@@ -115,7 +115,8 @@ def get_job(job_id: str, jobs: Jobs, owner: Owner) -> JobView:
     return _view(jobs, _owned_job(jobs, owner, job_id))
 
 
-@router.get("/{job_id}/result", summary="A finished job's result as md, json, txt, pdf, hocr, alto or extraction (JSON)",
+@router.get("/{job_id}/result",
+            summary="A finished job's result as md, json, txt, pdf, hocr, alto or extraction (JSON)",
             responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}})
 def get_result(job_id: str, request: Request, context: Context, owner: Owner,
                format: Literal["md", "json", "txt", "pdf", "hocr", "alto", "extraction"] = Query("md")  # noqa: A002

@@ -5,8 +5,15 @@
             {"page", "state", "reason", "width", "height", "dpi", "timings", "regions": [
                 {"reading_index", "label", "task", "role", "bbox", "bbox_1000", "text", "status",
                  "origin", "source", "reason",
-                 "lines": [{"bbox", "text", "confidence", "low_confidence", "layer_text"}],
+                 "lines": [{"bbox", "text", "confidence", "low_confidence", "layer_text",
+                            "words": [{"bbox", "text", "confidence", "box_source", "confidence_source"}]}],
                  "figure", "blocks": [{"type", "text", "lines", ...}], "text_layer_check"}]}]}]}]}
+
+A line's `words` (`workers.line_words`) say where each box and confidence came from:
+`box_source` `text_layer` (the PDF's own word box) or `interpolated` (spread along the line
+by character widths); `confidence_source` `tokens` (the recogniser's log-probs over the word's
+characters), `line` (the line's confidence) or null (none given). hOCR and ALTO XML are made
+from this JSON too (`workers.export_hocr`, `workers.export_alto`).
 
 `role` is `body` or a kind of page furniture (`workers.furniture`: header, footer, page_number,
 line_numbers, margin_note); running headers and footers that only repetition across the

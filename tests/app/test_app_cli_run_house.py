@@ -43,7 +43,7 @@ def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
     env["PYTHONPATH"] = str(REPO_ROOT)
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
-                           "--text-layer", "never"],
+                           "--text-layer", "never", "--formats", "md,json,hocr,alto"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     markdown = (out / "report.md").read_text()
@@ -57,3 +57,16 @@ def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
              for region in page["regions"] for line in region["lines"]]
     assert len(lines) == 1 + len(BODY)
     assert all(0.5 < line["confidence"] <= 1.0 and line["low_confidence"] is False for line in lines), lines
+    # each word has its own confidence from the tokens that wrote it, its box spread along the line
+    words = [word for line in lines for word in line["words"]]
+    assert [w["text"] for w in words] == " ".join(line["text"] for line in lines).split()
+    assert {(w["box_source"], w["confidence_source"]) for w in words} == {("interpolated", "tokens")}
+    assert all(0.0 < w["confidence"] <= 1.0 for w in words)
+    # and the same words come out as hOCR (valid by the hocr-spec validator) and ALTO, with their confidences
+    checked = subprocess.run([os.path.join(os.path.dirname(sys.executable), "hocr-spec"), str(out / "report.hocr")],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0 and "[ERROR]" not in checked.stdout, checked.stdout
+    hocr = (out / "report.hocr").read_text()
+    assert hocr.count("x_wconf ") == len(words) and hocr.count('class="ocrx_word"') == len(words)
+    alto = (out / "report.alto").read_text()
+    assert alto.count(" WC=") == len(words) and 'CONTENT="Maintenance"' in alto

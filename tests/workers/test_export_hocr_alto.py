@@ -243,3 +243,29 @@ def test_alto_puts_furniture_in_the_margins_and_chains_the_reading_order(layer_j
     assert texts == [" ".join(region["text"].split()) for region in regions]
     strings = list(page.iter(f"{ALTO}String"))
     assert strings and {tags[s.get("TAGREFS")] for s in strings} == {"text_layer"}
+
+
+def test_a_result_stored_before_words_and_a_region_read_whole_still_export(layer_job, tmp_path):
+    """Lines without `words` (older results) and a region with text but no lines (read whole)
+    get interpolated words, marked so, and the files stay valid."""
+    from workers.export_alto import render_alto
+    from workers.export_hocr import render_hocr
+
+    result, _ = layer_job
+    older = json.loads(json.dumps(result))
+    page = older["documents"][1]["pages"][0]
+    for region in page["regions"]:
+        for line in region["lines"]:
+            del line["words"]
+    whole = page["regions"][0]
+    whole["lines"] = []
+    (tmp_path / "older.hocr").write_text(render_hocr(older))
+    checked = subprocess.run([BIN / "hocr-spec", tmp_path / "older.hocr"], capture_output=True, text=True)
+    assert checked.returncode == 0 and "[ERROR]" not in checked.stdout, checked.stdout
+    (tmp_path / "older.alto").write_text(render_alto(older))
+    lines, _ = _alto_text(tmp_path / "older.alto")
+    assert sorted(lines) == sorted([" ".join(whole["text"].split())] + [
+        line["text"] for line in _lines(older, 0, 0) + _lines(older, 0, 1) + _lines(older, 0, 2) + _lines(older, 1, 0)])
+    root = ET.parse(tmp_path / "older.alto").getroot()
+    last_page = root.findall(f"{ALTO}Layout/{ALTO}Page")[-1]
+    assert {s.get("TAGREFS") for s in last_page.iter(f"{ALTO}String")} == {"box_interpolated"}
