@@ -10,6 +10,7 @@ OcrElement tree. The hooks, in the order OCRmyPDF calls them:
 
 | hook               | process | does                                                         |
 |--------------------|---------|--------------------------------------------------------------|
+| `initialize`       | main    | keeps the engine client's request log off OCRmyPDF's console |
 | `register_options`, `add_options` | main | `--ocrserve-*` (options.py)                    |
 | `check_options`    | main    | validates them, and ocrserve's own OCRSERVE_* settings       |
 | `validate`         | main    | picks the engine: the one named, else starts one for the run (shared_engine.py), checks it answers; sets each worker's threads |
@@ -19,13 +20,21 @@ This package is ocrserve's client: ocrserve never imports it.
 """
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 
 from ocrmypdf import hookimpl
 from ocrmypdf.exceptions import BadArgsError, MissingDependencyError
 
 from ocrmypdf_ocrserve.engine import OcrserveEngine
 from ocrmypdf_ocrserve.options import NAMESPACE, OcrserveOptions, check_engine_url, check_threads
+
+
+@hookimpl
+def initialize(plugin_manager):
+    # httpx logs every engine request at INFO, which OCRmyPDF's console would show page by page
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 @hookimpl
@@ -59,6 +68,11 @@ def validate(pdfinfo, options):
     from workers.recognizers.registry import build_recognizer
 
     plugin = options.ocrserve
+    if not os.environ.get("OCRSERVE_TENANT_SECRET"):
+        # Pages are read under no owner, so no request carries a prefix-cache tenant and the secret
+        # keys nothing; one made for the run keeps ocrserve from writing its data directory
+        # (./ocrserve-data, where the secret is kept by default) into the user's working folder.
+        os.environ["OCRSERVE_TENANT_SECRET"] = secrets.token_hex(32)
     settings = _settings(plugin.engine_url)
     try:
         settings = with_engine(settings)

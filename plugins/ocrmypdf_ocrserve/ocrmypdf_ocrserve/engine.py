@@ -72,10 +72,11 @@ class OcrserveEngine(OcrEngine):
     @staticmethod
     def generate_pdf(input_file: Path, output_pdf: Path, output_text: Path, options) -> None:
         from ocrmypdf_ocrserve.page_reader import page_text
+        from ocrmypdf_ocrserve.sandwich import graftable
         from workers.searchable_pdf import text_layer_pdf
 
         page = _read(input_file, options)
-        output_pdf.write_bytes(text_layer_pdf(page))
+        output_pdf.write_bytes(graftable(text_layer_pdf(page)))
         output_text.write_text(page_text(page), encoding="utf-8")
 
     @staticmethod
