@@ -78,7 +78,9 @@ async def job_events_stream(job_id: str, request: Request, context: Context,
 
 
 async def _events(engine: Engine, job_id: str, after: int, poll_s: float, keepalive_s: float) -> AsyncIterator[bytes]:
-    yield f"retry: {RECONNECT_MS}\n\n".encode()
+    # The reconnection delay rides on the first event: a block with no data is no event, and some clients
+    # would show it as one.
+    retry = f"retry: {RECONNECT_MS}\n"
     quiet_since = time.monotonic()
     while True:
         state, events = await anyio.to_thread.run_sync(_read_new, engine, job_id, after)
@@ -87,8 +89,8 @@ async def _events(engine: Engine, job_id: str, after: int, poll_s: float, keepal
             return
         for event in events:
             payload = {"id": event.seq, "type": event.type, **event.data}
-            yield f"id: {event.seq}\nevent: {event.kind}\ndata: {json.dumps(payload)}\n\n".encode()
-            after = event.seq
+            yield f"{retry}id: {event.seq}\nevent: {event.kind}\ndata: {json.dumps(payload)}\n\n".encode()
+            after, retry = event.seq, ""
             if event.is_terminal:
                 return
         if not events and state in ("done", "failed", "cancelled"):

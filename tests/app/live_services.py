@@ -79,9 +79,10 @@ class LiveServices:
     """`ocrserve api` and one worker on their own data directory and embedded broker."""
 
     def __init__(self, data_dir: Path, api_settings: dict[str, object], worker_settings: dict[str, object],
-                 key: str):
+                 key: str, other_keys: tuple[str, ...] = ()):
         self.key = key
-        common = {"api_keys": key, "recovery_interval_s": 600}
+        # No recovery sweep while the tests run: a job a test leaves queued on purpose stays queued.
+        common = {"api_keys": ",".join((key, *other_keys)), "recovery_interval_s": 600}
         self.worker = WorkerProcess(service_env(data_dir, **common, **worker_settings), data_dir / "worker.log")
         self.api = ApiProcess(service_env(data_dir, **common, **api_settings), data_dir / "api.log")
         self.worker.wait_ready()
