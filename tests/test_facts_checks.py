@@ -65,6 +65,8 @@ def test_table_neighbours_in_pipe_and_html_tables():
 def test_latex_candidates_and_normalisation():
     markdown = r"It costs \$5. Let $x_1^2$ be $$\dfrac{a}{b}\,.$$ and \(y\) or \[ \left( z \right) \]"
     assert candidates(markdown) == ["x_1^2", r"\dfrac{a}{b}\,.", "y", r"\left( z \right)"]
+    listing = "```latex\n\\[\\int_{A_1}\\int_{A_2}\\dotsi\\]\n```\nand `$x$` in code, but $y$ in prose"
+    assert candidates(listing) == ["y"]
     assert normalise_latex(r"\dfrac{a}{b}\,.") == normalise_latex(r"\frac a b") == r"\fracab"
     assert normalise_latex(r"\left( x^{2} \right)") == normalise_latex("(x^2)")
 

@@ -1,7 +1,8 @@
 r"""Math facts: does a formula the system wrote render like the page's formula?
 
 Candidates are the delimited formulas of the system's Markdown: `$$...$$`, `\[...\]`, `$...$`
-and `\(...\)`. A plain-text output (Tesseract's) holds none, so its math facts fail unless it
+and `\(...\)`, outside fenced code blocks and code spans (the AMS guide and testmath print their
+LaTeX source in listings: a transcribed listing is not a formula). A plain-text output (Tesseract's) holds none, so its math facts fail unless it
 happens to print a delimited formula.
 
 A candidate passes when either
@@ -37,10 +38,15 @@ _DELIMITED = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|(?<![\\$])\$(?!\s)([^$\n]+
                         re.S)
 
 
+_CODE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$|`[^`\n]+`", re.M | re.S)
+
+
 def candidates(markdown: str) -> list[str]:
-    """The formulas a system's Markdown delimits, in order."""
+    """The formulas a system's Markdown delimits, in order; not in code blocks or code spans, where a
+    page's printed LaTeX source (a package guide's listings) is text, not a formula."""
+    prose = _CODE.sub(" ", markdown)
     return [next(group for group in match.groups() if group is not None).strip()
-            for match in _DELIMITED.finditer(markdown)]
+            for match in _DELIMITED.finditer(prose)]
 
 
 _DROP = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])|\\displaystyle|\\textstyle|\\nonumber|\\notag"
