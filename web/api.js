@@ -49,6 +49,9 @@ export class Api {
   schemas() { return this.json("/v1/schemas"); }
   listJobs(limit) { return this.json(`/v1/jobs?limit=${limit}`); }
   getJob(jobId) { return this.json(`/v1/jobs/${encodeURIComponent(jobId)}`); }
+  async eventsToken(jobId) {
+    return (await this.request("POST", `/v1/jobs/${encodeURIComponent(jobId)}/events/token`)).json();
+  }
   resultJson(jobId) { return this.json(`${resultPath(jobId)}?format=json`); }
   async resultText(jobId, format) { return (await this.request("GET", `${resultPath(jobId)}?format=${format}`)).text(); }
   async resultBlob(jobId, format) { return (await this.request("GET", `${resultPath(jobId)}?format=${format}`)).blob(); }

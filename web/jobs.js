@@ -1,14 +1,18 @@
-// The jobs list: every job of this key, polled so progress moves without a
-// reload. Each job's element is built once and then updated in place, so
-// focus and a half-confirmed delete survive the next poll.
+// The jobs list: every job of this key, updated without a reload: a running
+// job's progress comes live from its event stream (job_streams.js), and a job
+// whose stream fails is polled every second instead; the list itself is polled
+// slowly for jobs made elsewhere. Each job's element is built once and then
+// updated in place, so focus and a half-confirmed delete survive the next poll.
 
 import { byId, el, formatTime, plural, showMessage } from "./dom.js";
+import { JobStreams } from "./job_streams.js";
 
-const ACTIVE_POLL_MS = 1000;      // while something is queued or running
+const ACTIVE_POLL_MS = 1000;      // while a queued or running job has no live stream
 const IDLE_POLL_MS = 5000;
 const MAX_PAGE_CHIPS = 200;       // past this many pages, the counts say the rest
 const CONFIRM_WINDOW_MS = 5000;   // a Delete click must be confirmed within this long
 const ACTIVE_STATES = new Set(["queued", "running"]);
+const STATE_RANK = { queued: 0, running: 1, done: 2, failed: 2, cancelled: 2 };
 const LIST_LIMIT = 100;           // the API's largest page of jobs
 
 export class JobsPanel {
@@ -24,6 +28,7 @@ export class JobsPanel {
     this.timer = null;
     this.running = false;
     this.session = 0;   // bumped on sign-out: answers for an earlier session are dropped
+    this.streams = new JobStreams(getApi, (jobId, data) => this.applyEvent(jobId, data), () => this.refresh());
     byId("refresh-jobs").addEventListener("click", () => this.refresh());
     // A background tab polls slowly; coming back catches up at once.
     document.addEventListener("visibilitychange", () => { if (!document.hidden) this.refresh(); });
@@ -39,6 +44,7 @@ export class JobsPanel {
     this.running = false;
     this.session += 1;
     clearTimeout(this.timer);
+    this.streams.closeAll();
     this.items.clear();
     this.list.replaceChildren();
     showMessage(this.error, "");
@@ -64,7 +70,9 @@ export class JobsPanel {
       byId("jobs-more").hidden = jobs.length < LIST_LIMIT;
       // Per-page states come with each job's own view: fetched while a job runs, and once more
       // whenever the job has changed since (it has just ended, say).
-      const stale = jobs.filter((job) => ACTIVE_STATES.has(job.state) || this.items.get(job.id)?.detailStamp !== stamp(job));
+      // A job with a live stream is updated by its events instead.
+      const stale = jobs.filter((job) => (ACTIVE_STATES.has(job.state) && !this.streams.isLive(job.id)) ||
+                                         this.items.get(job.id)?.detailStamp !== stamp(job));
       for (const summary of jobs) this.upsert(summary, false);
       const listed = new Set(jobs.map((job) => job.id));
       for (const id of [...this.items.keys()]) if (!listed.has(id)) this.drop(id);
@@ -72,6 +80,7 @@ export class JobsPanel {
       const answers = await Promise.allSettled(stale.map((job) => api.getJob(job.id)));
       if (session !== this.session) return;
       for (const answer of answers) if (answer.status === "fulfilled") this.upsert(answer.value, true);
+      for (const job of jobs) if (ACTIVE_STATES.has(job.state)) this.streams.watch(job.id);
       // A job deleted since the list was read answers 404; the next poll drops it.
       const failure = answers.find((answer) => answer.status === "rejected" && answer.reason.status !== 404);
       if (failure) throw failure.reason;
@@ -81,8 +90,29 @@ export class JobsPanel {
       showMessage(this.error, `The jobs list could not be updated: ${error.message}`);
     }
     if (!this.running || session !== this.session) return;
-    const active = [...this.items.values()].some((item) => ACTIVE_STATES.has(item.job.state));
+    const active = [...this.items.values()].some((item) => ACTIVE_STATES.has(item.job.state) &&
+                                                              !this.streams.isLive(item.job.id));
     this.timer = setTimeout(() => this.refresh(), active && !document.hidden ? ACTIVE_POLL_MS : IDLE_POLL_MS);
+  }
+
+  // One event of a job's stream: a page's new state, or the job's; at the job's end, its whole view.
+  // A stream starts by replaying the job's log, so nothing here moves a state or a count backwards.
+  applyEvent(jobId, data) {
+    const item = this.items.get(jobId);
+    if (!item) return;
+    const counts = { pages_done: Math.max(data.pages_done, item.job.pages_done || 0), pages_total: data.pages_total };
+    if (data.type.startsWith("page.")) {
+      const pages = (item.job.pages || []).map((page) => page.file === data.file && page.page === data.page
+        ? { ...page, state: data.state, reason: data.reason } : page);
+      this.upsert({ ...item.job, ...counts, pages }, false);
+      return;
+    }
+    if (STATE_RANK[data.state] <= STATE_RANK[item.job.state]) {
+      this.render(item);   // a replayed state: only how the progress arrives has changed
+      return;
+    }
+    this.upsert({ ...item.job, ...counts, state: data.state, error: data.error || item.job.error }, false);
+    if (!ACTIVE_STATES.has(data.state)) this.refresh();
   }
 
   upsert(job, detailed) {
@@ -145,6 +175,7 @@ export class JobsPanel {
     parts.state.textContent = job.state;
     parts.state.className = `badge state-${job.state}`;
     node.dataset.state = job.state;
+    node.dataset.progress = this.streams.isLive(job.id) ? "stream" : "poll";   // how its progress arrives
     parts.progress.max = Math.max(1, job.pages_total);
     parts.progress.value = job.pages_done;
     parts.progress.setAttribute("aria-label", `Progress of ${name}`);

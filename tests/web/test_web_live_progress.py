@@ -1,0 +1,96 @@
+"""Live progress in the real browser: the jobs list follows a running job through
+its EventSource (page chips and state change as the job store changes, with no
+detail poll that could have brought them), and falls back to polling every second
+when the stream cannot be opened.
+
+The API runs alone on a data directory of its own, with no worker: the test moves
+its job through the job store itself, so every change the page shows is one the
+test made, at a moment it chose.
+"""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from service_harness import service_env
+from web_harness import KEY, ApiProcess, page_problems, screenshot, sign_in
+
+pytestmark = pytest.mark.slow
+NUM_PAGES = 3
+LIVE_MS = 4000   # a stream reads new events every 0.5 s; the list's own poll, with streams live, every 5 s
+
+
+@pytest.fixture(scope="module")
+def lone_api(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("live-web")
+    process = ApiProcess(service_env(data_dir, api_keys=KEY), data_dir / "api.log").wait_ready()
+    process.data_dir = data_dir
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def store(lone_api):
+    from workers.job_store import JobStore
+
+    return JobStore(lone_api.data_dir / "jobs.sqlite")
+
+
+def _queued_job(store, name: str) -> str:
+    from app.api_keys import hash_key
+    from workers.job_model import JobFile, JobOptions
+
+    job_id = store.new_job_id()
+    store.create_job(job_id, hash_key(KEY), [JobFile(name, "pdf", NUM_PAGES, "0" * 64, tuple(range(NUM_PAGES)))],
+                     JobOptions(("md",)))
+    return job_id
+
+
+def _save(store, job_id: str, page_index: int, state) -> None:
+    assert store.claim_page(job_id, 0, page_index) is not None
+    assert store.save_page(job_id, 0, page_index, state, "nothing could be read" if state.value == "failed" else None,
+                           {})
+
+
+def test_the_jobs_list_follows_a_running_job_through_its_event_stream(lone_api, store, page: Page):
+    from workers.job_model import JobState, PageState
+
+    streams = []
+    page.on("request", lambda request: streams.append(request.url) if request.resource_type == "eventsource" else None)
+    job_id = _queued_job(store, "live-report.pdf")
+    sign_in(page, lone_api.base_url)
+    job = page.locator("#job-list > li.job", has_text="live-report.pdf")
+    expect(job).to_have_attribute("data-progress", "stream")
+    assert any(f"/v1/jobs/{job_id}/events?token=" in url for url in streams)
+    store.mark_job_running(job_id)
+    expect(job).to_have_attribute("data-state", "running", timeout=LIVE_MS)
+    # Saving a page changes no job field the list shows, so the page chip can only come from the stream.
+    _save(store, job_id, 0, PageState.DONE)
+    expect(job.locator(".page-chips > li").nth(0)).to_have_class("chip page-done", timeout=LIVE_MS)
+    expect(job.locator(".job-count")).to_have_text("1 of 3 pages done")
+    _save(store, job_id, 1, PageState.FAILED)
+    expect(job.locator(".page-chips > li").nth(1)).to_have_class("chip page-failed", timeout=LIVE_MS)
+    expect(job.locator(".job-count")).to_have_text("2 of 3 pages done · 1 failed")
+    screenshot(page, "live-progress-streaming")
+    _save(store, job_id, 2, PageState.DONE)
+    store.finish_job(job_id, JobState.DONE)
+    expect(job).to_have_attribute("data-state", "done", timeout=LIVE_MS)
+    expect(job.get_by_role("button", name="Open result of live-report.pdf")).to_be_visible()
+    assert page_problems(page) == []
+
+
+def test_a_stream_that_cannot_be_opened_falls_back_to_polling(lone_api, store, page: Page):
+    from workers.job_model import PageState
+
+    page.route("**/v1/jobs/*/events?*", lambda route: route.fulfill(status=503, body=""))
+    job_id = _queued_job(store, "polled-report.pdf")
+    store.mark_job_running(job_id)
+    sign_in(page, lone_api.base_url)
+    job = page.locator("#job-list > li.job", has_text="polled-report.pdf")
+    expect(job).to_have_attribute("data-state", "running")
+    expect(job).to_have_attribute("data-progress", "poll")
+    _save(store, job_id, 0, PageState.DONE)
+    expect(job.locator(".page-chips > li").nth(0)).to_have_class("chip page-done", timeout=LIVE_MS)
+    expect(job.locator(".job-count")).to_have_text("1 of 3 pages done")
+    store.cancel_job(job_id)
+    expect(job).to_have_attribute("data-state", "cancelled", timeout=LIVE_MS)
