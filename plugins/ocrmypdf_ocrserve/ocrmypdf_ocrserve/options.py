@@ -13,7 +13,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from ocrmypdf.exceptions import BadArgsError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 NAMESPACE = "ocrserve"
 MAX_THREADS = 64
@@ -21,7 +21,7 @@ MAX_THREADS = 64
 
 class OcrserveOptions(BaseModel):
     engine_url: str | None = None
-    threads: int | None = Field(None, ge=1, le=MAX_THREADS)
+    threads: int | None = None   # checked in check_options (check_threads), where the refusal can name the flag
 
     @classmethod
     def add_arguments_to_parser(cls, parser) -> None:
