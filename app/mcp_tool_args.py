@@ -33,8 +33,8 @@ class _JobOptions(_Args):
 
 class _FileSource(_Args):
     path: str | None = Field(None, max_length=4096,
-                             description="absolute path of a PDF, PNG, JPEG or TIFF file on the machine running "
-                                         "the server (a local `ocrserve mcp` only)")
+                             description="absolute path of a document (PDF, PNG, JPEG, TIFF, ...) on the machine "
+                                         "running the server (a local `ocrserve mcp` only)")
     content_base64: str | None = Field(None, description="the document's bytes, base64-encoded (within the "
                                                          "server's upload limit)")
     filename: str | None = Field(None, max_length=200, description="the document's name, shown back in results")
@@ -74,7 +74,7 @@ TOOL_ARGS: dict[str, type[_Args]] = {
     "get_job": GetJobArgs, "get_result": GetResultArgs,
 }
 TOOL_DESCRIPTIONS = {
-    "ocr_file": "OCR a PDF or image (a path on the server's machine, or base64 bytes) into Markdown. Waits up to "
+    "ocr_file": "OCR a document, PDF or image (a path on the server's machine, or base64 bytes), into Markdown. Waits up to "
                 "wait_s for the result; a longer job returns its id to follow with get_job.",
     "ocr_url": "OCR a PDF or image fetched from an http(s) URL whose host the server allows, into Markdown. "
                "Waits up to wait_s; a longer job returns its id.",

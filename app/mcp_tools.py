@@ -111,10 +111,13 @@ class McpJobs:
 
     def submit(self, owner: str, upload: Upload, pages: str | None, text_layer: str | None,
                extraction: ExtractionSchema | None = None) -> JobRecord:
+        if extraction is not None and self.ensure_workers is not None:
+            # Before the job: its extraction must find the engine serving, not loading (a 503 it gives up on).
+            self.ensure_workers(True)
         job = self.jobs.submit(owner, [upload], pages, MCP_FORMATS, extraction=extraction, text_layer=text_layer)
-        # After the checks, so a refused document starts nothing; the job waits in the broker meanwhile.
+        # After the document's checks, so a refused document starts nothing; the job waits in the broker.
         if self.ensure_workers is not None:
-            self.ensure_workers(extraction is not None)
+            self.ensure_workers(False)
         return job
 
     # -- reading jobs ------------------------------------------------------------------------

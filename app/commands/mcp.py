@@ -19,12 +19,17 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workers.settings import Settings
+
+if TYPE_CHECKING:
+    from app.local_services import ManagedProcess
 
 # A client closing us waits a few seconds before it kills us (the SDK: 2 s, then SIGTERM, then SIGKILL):
 # the worker is not waited for long; an unfinished page is run again by the next worker (jobs are durable).
 STOP_TIMEOUT_S = 3.0
+ENGINE_LOAD_TIMEOUT_S = 600.0   # as long as `start_engine` waits for an engine to listen
 SUMMARY = "an MCP server on stdio (OCR, extraction and results as tools and resources); HTTP: /mcp of serve"
 
 
@@ -65,8 +70,8 @@ class LocalServices:
         self.settings = settings
         self.concurrency = concurrency or settings.worker_concurrency
         self.log_dir = settings.data_dir / "mcp-logs"
-        self.worker = None
-        self.children: list = []
+        self.worker: ManagedProcess | None = None
+        self.children: list[ManagedProcess] = []
         self.extraction_started = False
         self._lock = threading.Lock()
 
@@ -117,11 +122,12 @@ class LocalServices:
         from workers.extraction_client import ExtractionEndpoint
 
         endpoint = ExtractionEndpoint.from_settings(self.settings)
-        engine, _ = start_engine(self.settings, child_env(self.settings), urlsplit(endpoint.url).port or 0,
+        engine, _ = start_engine(self.settings, child_env(self.settings), urlsplit(endpoint.base_url).port or 0,
                                  self.log_dir / "extraction-engine.log", model=endpoint.model,
                                  extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS),
                                  api_key=endpoint.api_key)
         self.children.append(engine)
+        _wait_until_serving(endpoint.base_url, engine)
         self.extraction_started = True
 
     def stop(self) -> None:
@@ -129,6 +135,28 @@ class LocalServices:
             for child in reversed(self.children):
                 child.stop(STOP_TIMEOUT_S)
             self.children.clear()
+
+
+def _wait_until_serving(base_url: str, engine: ManagedProcess) -> None:
+    """An engine says it is ready when it listens, then loads its weights, answering 503 meanwhile:
+    wait for its /health to say ok, so the first job's extraction is not refused."""
+    import time
+
+    import httpx
+
+    from app.local_services import ServiceStartError
+
+    deadline = time.monotonic() + ENGINE_LOAD_TIMEOUT_S
+    health = base_url.removesuffix("/v1") + "/health"
+    while time.monotonic() < deadline and engine.is_running:
+        try:
+            if httpx.get(health, timeout=5.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    why = "it stopped" if not engine.is_running else f"not within {ENGINE_LOAD_TIMEOUT_S:g} s"
+    raise ServiceStartError(f"the extraction engine did not finish loading its model ({why})")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -159,6 +187,9 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        # A second SIGTERM must not cut the stopping short; a SIGKILL ends us, and the children end
+        # with us (engine/server/parent_watch.py).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         services.stop()
     return 0
 
