@@ -71,13 +71,14 @@ class WebhookAllowlist:
         return host in self.names or any(host.endswith(suffix) for suffix in self.suffixes)
 
     def holds(self, address: Address) -> bool:
-        return any(address in network for network in self.networks)
+        """In a listed network, as written or as the IPv4 address an IPv4-mapped IPv6 one stands for."""
+        forms = [address, _unmapped(address)]
+        return any(form in network for form in forms for network in self.networks)
 
     def may_reach(self, address: Address) -> bool:
         """A listed network's address, or one on the public internet."""
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return self.holds(address) or (address.is_global and not address.is_multicast)
+        plain = _unmapped(address)
+        return self.holds(address) or (plain.is_global and not plain.is_multicast)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,12 @@ def _resolve(host: str, port: int) -> list[Address]:
     if not addresses:
         raise CallbackUrlError(f"callback_url host {host[:100]!r} has no address")
     return addresses
+
+
+def _unmapped(address: Address) -> Address:
+    """::ffff:127.0.0.1 is 127.0.0.1 on the wire: judged as that."""
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped if mapped is not None else address
 
 
 def _ip_literal(host: str) -> Address | None:
