@@ -19,7 +19,6 @@ import pymupdf
 import pytest
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DPI = 200
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"   # Debian fonts-dejavu-core (setup.sh)
 LINES = [
@@ -90,7 +89,6 @@ def test_ocrmypdf_with_the_plugin_makes_a_searchable_pdf_of_a_scan(tmp_path):
 
 @pytest.mark.slow
 def test_sandwich_renderer_on_an_engine_already_running(tmp_path):
-    sys.path.insert(0, str(REPO_ROOT))
     from app.local_services import child_env, start_engine, with_engine_keys
     from workers.settings import Settings
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 from PIL import Image
@@ -24,7 +23,9 @@ from workers.page_result import PageResult
 from workers.recognizers.registry import build_recognizer
 from workers.settings import Settings
 
-_lock = threading.Lock()
+# One pipeline per worker: per process, and per thread under --use-threads, since ocrserve runs a
+# pipeline in one thread at a time (its workers are processes) and nothing here says it may share.
+_local = threading.local()
 
 
 def worker_settings() -> Settings:
@@ -33,10 +34,12 @@ def worker_settings() -> Settings:
     return Settings()
 
 
-@cache
-def _pipeline(engine_url: str | None, vision_num_threads: int) -> PagePipeline:
-    settings = worker_settings()
-    return PagePipeline(build_recognizer(settings), vision_num_threads)
+def _pipeline(settings: Settings) -> PagePipeline:
+    key = (settings.engine_url, settings.vision_num_threads)
+    if getattr(_local, "key", None) != key:
+        _local.pipeline = PagePipeline(build_recognizer(settings), settings.vision_num_threads)
+        _local.key = key
+    return _local.pipeline
 
 
 def read_page(image_file: Path) -> PageResult:
@@ -45,8 +48,7 @@ def read_page(image_file: Path) -> PageResult:
     Every line is recognised (text layer "never"): OCRmyPDF hands over pixels, never a PDF's own
     text. Where the pipeline had to shrink a huge image to its pixel cap, boxes are scaled back."""
     settings = worker_settings()
-    with _lock:   # --use-threads: the workers are threads of one process, which builds it once
-        pipeline = _pipeline(settings.engine_url, settings.vision_num_threads)
+    pipeline = _pipeline(settings)
     with Image.open(image_file) as image:   # its header only: the size OCRmyPDF's boxes are in
         width, height = image.size
     with Document.open_path(image_file, settings.vision_limits()) as document:
