@@ -32,7 +32,7 @@ from PIL import Image
 from vision.formats import PDF_HEADER_WINDOW, DocumentKind, sniff_kind
 from vision.images import ImageInfo, decode_frame, inspect_image
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
-                           EncryptedPDFError, InputError, VisionLimits)
+                           EncryptedPDFError, InputError, UnsupportedFormatError, VisionLimits)
 from vision.pages import parse_page_selection
 from vision.text_normal import normalise_text
 
@@ -103,7 +103,8 @@ class Document:
                 f"the upload is {len(data):,} bytes; the limit is {limits.max_upload_bytes:,}")
         if not data:
             raise EmptyDocumentError("the upload is empty (0 bytes)")
-        kind = sniff_kind(data, filename)
+        kind = sniff_kind(data, filename, limits=limits)
+        _check_opened_as_is(kind)
         if kind is DocumentKind.PDF:
             pdf = _open_pdf(data, limits, data[-PDF_TRAILER_WINDOW:])
             return cls(kind, pdf.page_count, limits, pdf=pdf)
@@ -126,7 +127,8 @@ class Document:
             head = f.read(PDF_HEADER_WINDOW)
             f.seek(max(0, size - PDF_TRAILER_WINDOW))
             tail = f.read(PDF_TRAILER_WINDOW)
-        kind = sniff_kind(head, shown)
+        kind = sniff_kind(head, shown, source=path, limits=limits)
+        _check_opened_as_is(kind)
         if kind is DocumentKind.PDF:
             pdf = _open_pdf(path, limits, tail)
             return cls(kind, pdf.page_count, limits, pdf=pdf)
@@ -257,6 +259,14 @@ class Document:
 # only when the page loads, say) derive from Exception, not from RuntimeError like FileDataError;
 # IndexError when a page the page tree counted cannot be found (the caller's index was checked).
 _MUPDF_ERRORS = (RuntimeError, ValueError, IndexError, pymupdf.mupdf.FzErrorBase)
+
+
+def _check_opened_as_is(kind: DocumentKind) -> None:
+    if kind.is_converted:   # the job service converts these first (vision/office.py) and opens the PDF
+        raise UnsupportedFormatError(f"a {kind.value.upper()} document is read from the PDF it is converted to, "
+                                     "not opened as it is")
+
+
 def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupdf.Document:
     """`source`: the bytes or the file; `tail`: its last PDF_TRAILER_WINDOW bytes."""
     # MuPDF "repairs" a cut-off file into whatever pages survive; a truncated

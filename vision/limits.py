@@ -27,10 +27,19 @@ class VisionLimits:
     render_dpi: float = 200.0
     max_render_dpi: float = 600.0
     max_page_selection_len: int = 1000  # characters in a "1-5,8" page selection
+    # Office, HTML and EPUB documents (vision/office.py): read as a PDF their converter makes.
+    # A ZIP package's central directory is checked before any converter sees it (vision/packages.py).
+    max_package_entries: int = 10_000
+    max_package_unpacked_bytes: int = 1024 * 1024 * 1024   # the sum of its entries' declared sizes
+    max_package_ratio: int = 200     # declared / compressed size of an entry over 1 MiB (a deflate bomb is ~1000)
+    conversion_timeout_s: float = 120.0   # the converter's whole process group is killed past it
+    max_converted_bytes: int = 200 * 1024 * 1024    # the PDF a conversion may write
+    conversion_memory_bytes: int = 4 * 1024 * 1024 * 1024   # the converter's address space
 
     def __post_init__(self) -> None:
         for name in ("max_upload_bytes", "max_pages", "max_image_pixels", "max_page_pixels",
-                     "max_page_selection_len"):
+                     "max_page_selection_len", "max_package_entries", "max_package_unpacked_bytes", "max_package_ratio",
+                     "conversion_timeout_s", "max_converted_bytes", "conversion_memory_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 < self.render_dpi <= self.max_render_dpi:
@@ -82,6 +91,12 @@ class EncryptedPDFError(InputError):
 
 class CorruptDocumentError(InputError):
     code = "corrupt_document"
+
+
+class ConversionFailedError(CorruptDocumentError):
+    """An office, HTML or EPUB document its converter could not turn into a PDF within its budget."""
+
+    code = "conversion_failed"
 
 
 class EmptyDocumentError(InputError):
