@@ -90,6 +90,13 @@ def test_math_render_comparison_in_chromium(renderer):
     assert not check_math(fact, r"$$\sum_{i=1}^{n} y_i^2$$", renderer)["passed"]
     assert check_math(fact, "sum of x i squared", renderer) == {"passed": False, "how": "no candidate",
                                                                  "candidates": 0}
+    # a formula recogniser's spelling of a page's display: other braces, no \left/\right, no final
+    # comma, an equation number after it
+    page = {"id": "gamma", "latex": r"\gamma_z(t)=\left(\cos tu+\frac\alpha\beta\sin tv,-\frac\beta\alpha\sin tu\right),"}
+    assert check_math(page, r"$$\gamma_{z}(t)=(\cos t u+\frac{\alpha}{\beta} \sin t v,-\frac{\beta}{\alpha} \sin t u)"
+                            r" \qquad (74)$$", renderer)["passed"]
+    assert not check_math(page, r"$$\gamma_{z}(t)=(\cos t u+\frac{\beta}{\alpha} \sin t v,-\frac{\beta}{\alpha} \sin t u)$$",
+                          renderer)["passed"]
     fraction = {"id": "frac", "latex": r"\frac{a+b}{c}"}
     assert not check_math(fraction, "$$(a+b)/c$$", renderer)["passed"]
 

@@ -13,10 +13,13 @@ A candidate passes when either
    rendered by KaTeX (node_modules/katex, display mode) in headless Chromium at 40 px; each
    rendered character is a glyph (its text, the left and bottom of its box and its height, in
    em of the 40 px base); the reference's glyph texts must occur as a contiguous run of the
-   candidate's (in KaTeX's DOM order; `-` and U+2212 are one symbol), and along the run every
-   step from one glyph to the next must agree with the reference's step within TOLERANCE_EM
-   (0.3 em) in x and in y, and every glyph's height within 25%. Relative steps, not absolute
-   positions, so a missing thin space shifts the rest of a long formula without failing it.
+   candidate's (in KaTeX's DOM order; `-` and U+2212, `|` and `\mid`, `*` and `\ast` are one
+   symbol each), and along the run every step from one glyph to the next must agree with the
+   reference's step within TOLERANCE_EM (0.3 em) in x and in y, and every glyph's height within
+   25%. Relative steps, not absolute positions, so a missing thin space shifts the rest of a long
+   formula without failing it. A delimiter's size is free (`(` and `\left(` around a fraction are
+   the same symbol): a step to or from a delimiter is compared in x only, within 0.6 em, and its
+   height not at all. A final `.`, `,` or `;` (the sentence's) is left out of both renders.
    Rules and SVG parts (fraction bars, radical signs, stretched delimiters) are not glyphs; a
    fraction still differs from an inline product by where its glyphs sit.
 """
@@ -130,8 +133,24 @@ class KatexRenderer:
         self._playwright.stop()
 
 
+def _without_final_punctuation(latex: str) -> str:
+    return re.sub(r"(?:\\[,;:!]|\\q?quad|\s|[.,;])+$", "", latex)
+
+
+# a delimiter's size (\left( around a fraction, \biggl[) is free: only its horizontal place is compared
+_DELIMITERS = set("()[]{}|\u2223\u2016\u27e8\u27e9\u230a\u230b\u2308\u2309")
+_SAME_SYMBOL = {"\u2212": "-", "\u2223": "|", "\u2217": "*"}   # minus, \mid, \ast: KaTeX draws them as these
+
+
 def _symbol(char: str) -> str:
-    return "-" if char == "\u2212" else char
+    return _SAME_SYMBOL.get(char, char)
+
+
+def _step_agrees(r0: list, r1: list, c0: list, c1: list) -> bool:
+    dx, dy = (r1[1] - r0[1]) - (c1[1] - c0[1]), (r1[2] - r0[2]) - (c1[2] - c0[2])
+    if r0[0] in _DELIMITERS or r1[0] in _DELIMITERS:
+        return abs(dx) <= 2 * TOLERANCE_EM
+    return abs(dx) <= TOLERANCE_EM and abs(dy) <= TOLERANCE_EM
 
 
 def glyphs_match(reference: list, candidate: list) -> bool:
@@ -144,10 +163,9 @@ def glyphs_match(reference: list, candidate: list) -> bool:
         if cand_symbols[start:start + len(reference)] != ref_symbols:
             continue
         run = candidate[start:start + len(reference)]
-        if all(max(r[3], c[3]) <= HEIGHT_RATIO * min(r[3], c[3]) for r, c in zip(reference, run)) and all(
-                abs((r1[1] - r0[1]) - (c1[1] - c0[1])) <= TOLERANCE_EM
-                and abs((r1[2] - r0[2]) - (c1[2] - c0[2])) <= TOLERANCE_EM
-                for r0, r1, c0, c1 in zip(reference, reference[1:], run, run[1:])):
+        if all(r[0] in _DELIMITERS or max(r[3], c[3]) <= HEIGHT_RATIO * min(r[3], c[3])
+               for r, c in zip(reference, run)) and all(
+                _step_agrees(r0, r1, c0, c1) for r0, r1, c0, c1 in zip(reference, reference[1:], run, run[1:])):
             return True
     return False
 
@@ -161,7 +179,8 @@ def check_math(fact: dict, markdown: str, renderer: KatexRenderer | None) -> dic
             return {"passed": True, "how": "latex", "candidate": latex}
     if not found or renderer is None:
         return {"passed": False, "how": "no candidate" if not found else "not rendered", "candidates": len(found)}
-    reference, *rendered = renderer.render([fact["latex"], *found])
+    # a formula's closing punctuation belongs to the sentence: neither render is asked to have it
+    reference, *rendered = renderer.render([_without_final_punctuation(latex) for latex in [fact["latex"], *found]])
     if isinstance(reference, str):
         raise ValueError(f"math fact {fact['id']}: KaTeX cannot render its LaTeX: {reference}")
     for latex, glyphs in zip(found, rendered):
