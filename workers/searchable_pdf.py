@@ -2,17 +2,18 @@
 over it invisibly (PDF text render mode 3), line by line at the recognised
 boxes, so a viewer's search and selection find words where they are seen.
 
-Each line is set in Helvetica sized so the font's ascender-to-descender
-height fills the line box, its baseline on the box's descender line, and
-stretched horizontally to the box's width. Regions without line boxes (tables,
+Each line is set in a Unicode font that has its characters (`workers.pdf_fonts`:
+DejaVu Sans, FreeSerif, or PyMuPDF's CJK font; embedded, cut to the glyphs used) sized
+so the font's ascender-to-descender height fills the line box, its baseline on the
+box's descender line, and stretched horizontally to the box's width. Regions without line boxes (tables,
 formulas) spread their text lines evenly over the region's height.
 
 Pages are built one at a time by the page tasks (`page_pdf`) and joined when
 the job finishes (`merge_page_files`), so no single task renders a whole
 document. The join holds one batch of pages in memory at a time, and a join
 cut short (a time limit, a killed worker) resumes where it stopped.
-Helvetica carries Latin-1; other characters come out as '?' in the text layer
-(the Markdown, JSON and text results keep them).
+Every script's text is in the text layer as it is in the JSON: right-to-left lines
+come back from a PDF reader's text extraction in logical order.
 """
 from __future__ import annotations
 
@@ -24,11 +25,11 @@ from pathlib import Path
 import pymupdf
 from PIL import Image
 
+from vision.scripts import visual_order
 from workers.data_dir import fsync_dir
 from workers.page_result import Box, PageResult
+from workers.pdf_fonts import ensure_on_page, font_for
 
-FONT = "helv"
-_ASCENDER, _DESCENDER = 1.075, -0.299     # Helvetica, in units of the font size
 JPEG_QUALITY = 80
 INVISIBLE = 3                             # PDF text render mode: neither fill nor stroke
 MERGE_BATCH_PAGES = 50                    # pages a join holds in memory at once
@@ -44,6 +45,7 @@ def page_pdf(image: Image.Image, page: PageResult) -> bytes:
     image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
     pdf_page.insert_image(pdf_page.rect, stream=buffer.getvalue())
     _insert_text(pdf_page, page, points_per_pixel)
+    doc.subset_fonts()   # each font cut to the glyphs the page uses
     return doc.tobytes(garbage=3, deflate=True)
 
 
@@ -54,12 +56,14 @@ def text_layer_pdf(page: PageResult) -> bytes:
     doc = pymupdf.open()
     pdf_page = doc.new_page(width=page.width * points_per_pixel, height=page.height * points_per_pixel)
     _insert_text(pdf_page, page, points_per_pixel)
+    doc.subset_fonts()
     return doc.tobytes(garbage=3, deflate=True)
 
 
 def _insert_text(pdf_page: pymupdf.Page, page: PageResult, points_per_pixel: float) -> None:
+    fonts: set[str] = set()   # the fonts already embedded in this page
     for box, text in text_boxes(page):
-        _insert_invisible_line(pdf_page, tuple(v * points_per_pixel for v in box), text)  # type: ignore[arg-type]
+        _insert_invisible_line(pdf_page, tuple(v * points_per_pixel for v in box), text, fonts)  # type: ignore[arg-type]
 
 
 def merge_pdfs(pages: Iterable[bytes]) -> bytes:
@@ -151,17 +155,20 @@ def _spread(box: Box, lines: Sequence[str]) -> list[tuple[Box, str]]:
     return [((x0, y0 + i * step, x1, y0 + (i + 1) * step), text) for i, text in enumerate(lines)]
 
 
-def _insert_invisible_line(page: pymupdf.Page, box: Box, text: str) -> None:
+def _insert_invisible_line(page: pymupdf.Page, box: Box, text: str, fonts: set[str]) -> None:
     x0, y0, x1, y1 = box
     height, width = y1 - y0, x1 - x0
-    text = " ".join(text.split())
+    text = visual_order(" ".join(text.split()))
     if height <= 0 or width <= 0 or not text:
         return
-    fontsize = height / (_ASCENDER - _DESCENDER)
-    natural_width = pymupdf.get_text_length(text, fontname=FONT, fontsize=fontsize)
+    font = font_for(text)
+    ascender, descender = font.ascender, font.descender
+    fontsize = height / (ascender - descender)
+    natural_width = font.font.text_length(text, fontsize=fontsize)
     if natural_width <= 0:
         return
-    baseline = pymupdf.Point(x0, y1 + _DESCENDER * fontsize)
+    ensure_on_page(page, font, fonts)
+    baseline = pymupdf.Point(x0, y1 + descender * fontsize)
     stretch = pymupdf.Matrix(width / natural_width, 1)
-    page.insert_text(baseline, text, fontsize=fontsize, fontname=FONT, render_mode=INVISIBLE,
+    page.insert_text(baseline, text, fontsize=fontsize, fontname=font.name, render_mode=INVISIBLE,
                      morph=(baseline, stretch))
