@@ -134,7 +134,8 @@ class KatexRenderer:
 
 
 def _without_final_punctuation(latex: str) -> str:
-    return re.sub(r"(?:\\[,;:!]|\\q?quad|\s|[.,;])+$", "", latex)
+    # `\right.` is an empty delimiter, not a full stop
+    return re.sub(r"(?:\\[,;:!]|\\q?quad|\s|(?<!\\right)(?<!\\left)[.,;])+$", "", latex)
 
 
 # a delimiter's size (\left( around a fraction, \biggl[) is free: only its horizontal place is compared
