@@ -1,7 +1,8 @@
 """The inputs of `ocrserve run`, where their results go, and which are already done.
 
 Folders are walked (sorted, hidden entries skipped) for PDF, PNG, JPEG and
-TIFF files. A file found under a folder argument keeps its path relative to
+TIFF files, office documents (DOCX, ODT, RTF, PPTX, ODP, XLSX, ODS), HTML
+pages and EPUB books (converted to PDF when submitted: vision/office.py). A file found under a folder argument keeps its path relative to
 that folder inside the output directory; a file argument goes to the top of
 it. Results are OUT/REL/NAME.{md,json,txt,pdf}, figures in OUT/REL/NAME.figures/.
 
@@ -20,7 +21,8 @@ from typing import Any
 
 from workers.data_dir import write_atomically
 
-INPUT_SUFFIXES = {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"}
+INPUT_SUFFIXES = {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".docx", ".docm", ".odt", ".rtf", ".pptx", ".pptm",
+                  ".odp", ".xlsx", ".xlsm", ".ods", ".html", ".htm", ".xhtml", ".epub"}
 MANIFEST_NAME = ".ocrserve-run.json"
 
 

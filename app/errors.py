@@ -8,7 +8,7 @@
 | a job that does not exist or belongs to another key | 404 |
 | too many bytes, pages, pixels or files | 413 |
 | not a supported file type (including a non-PDF named .pdf) | 415 |
-| an encrypted, damaged or empty document | 422 |
+| an encrypted, damaged or empty document, or one its converter could not turn into a PDF | 422 |
 | a bad option (pages, formats, dpi) | 400 |
 | asking for results of a job that has not finished | 409 |
 | a key downloading more results at once than allowed | 429 (Retry-After) |
@@ -31,7 +31,7 @@ logger = logging.getLogger("ocrserve.app")
 STATUS_BY_INPUT_CODE = {
     "document_too_large": 413, "image_too_large": 413, "too_many_files": 413,
     "unsupported_format": 415, "not_a_pdf": 415,
-    "encrypted_pdf": 422, "corrupt_document": 422, "empty_document": 422,
+    "encrypted_pdf": 422, "corrupt_document": 422, "empty_document": 422, "conversion_failed": 422,
     "invalid_pages": 400, "invalid_option": 400, "invalid_input": 400,
 }
 

@@ -41,7 +41,12 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
     "type": "object", "required": ["files"],
     "properties": {
         "files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                  "description": "one or more PDF, PNG, JPEG or TIFF files"},
+                  "description": "one or more PDF, PNG, JPEG or TIFF files, office documents (DOCX, ODT, RTF, "
+                  "PPTX, ODP, XLSX, ODS), HTML pages or EPUB books, told apart by content; an office, HTML or EPUB "
+                  "document is converted to PDF when the job is submitted (LibreOffice in a sandbox without "
+                  "network or macros; MuPDF for HTML and EPUB, with only inline or packaged images), read from "
+                  "its text layer with its pictures recognised, and kept beside that PDF; one that cannot be "
+                  "converted within the server's time and size budget is refused (422 conversion_failed)"},
         "pages": {"type": "string", "description": "pages of each file, e.g. '1-5,8' (default: all)"},
         "formats": {"type": "string", "description": "comma-separated subset of md,json,txt,pdf,hocr,alto "
                     "(default: md,json,txt,pdf)"},

@@ -42,7 +42,10 @@ from workers.settings import ALL_FORMATS, DEFAULT_FORMATS, Settings
 
 router = APIRouter(prefix="/v1", tags=["web page"])
 
-FILE_EXTENSIONS = {"pdf": [".pdf"], "png": [".png"], "jpeg": [".jpg", ".jpeg"], "tiff": [".tif", ".tiff"]}
+FILE_EXTENSIONS = {"pdf": [".pdf"], "png": [".png"], "jpeg": [".jpg", ".jpeg"], "tiff": [".tif", ".tiff"],
+                   "docx": [".docx", ".docm"], "odt": [".odt"], "rtf": [".rtf"], "pptx": [".pptx", ".pptm"],
+                   "odp": [".odp"], "xlsx": [".xlsx", ".xlsm"], "ods": [".ods"], "html": [".html", ".htm", ".xhtml"],
+                   "epub": [".epub"]}
 IMAGE_CACHE_CONTROL = "private, max-age=3600"   # an upload never changes under its job id
 RENDER_WAIT_S = 10.0           # a first render waits this long for a free slot, then 503
 RENDER_RETRY_AFTER_S = 2

@@ -17,6 +17,9 @@ APT_PACKAGES+=(fonts-linuxlibertine fonts-open-sans fonts-roboto-unhinted fonts-
                fonts-ebgaramond fonts-lato)
 # Ghostscript: OCRmyPDF (the ocrmypdf-ocrserve plugin and its tests) makes PDF/A with it.
 APT_PACKAGES+=(ghostscript)
+# Office documents in (vision/office.py): LibreOffice's headless writer, calc and impress (DOCX, ODT,
+# RTF, PPTX, ODP, XLSX, ODS to PDF), run inside bubblewrap's sandbox (no network, no host files).
+APT_PACKAGES+=(libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui bubblewrap)
 # npm installs the web page's libraries below; Debian's package only where there is none.
 # Handwriting fonts: the handwriting line classifier trains on the first five families and is
 # checked on the rest (training/handwriting/data.py, tests/vision/test_handwriting.py).

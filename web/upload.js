@@ -9,8 +9,11 @@ import { byId, el, formatBytes, plural, showMessage } from "./dom.js";
 const DOCUMENTED_LIMITS = {
   max_upload_bytes: 100 * 1024 * 1024, max_files_per_job: 20, max_pages: 1000, render_dpi: 150,
   max_render_dpi: 600, formats: ["md", "json", "txt", "pdf", "hocr", "alto"],
-  default_formats: ["md", "json", "txt", "pdf"], file_types: ["pdf", "png", "jpeg", "tiff"],
-  file_extensions: [".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"], text_layer: "auto",
+  default_formats: ["md", "json", "txt", "pdf"],
+  file_types: ["pdf", "png", "jpeg", "tiff", "docx", "odt", "rtf", "pptx", "odp", "xlsx", "ods", "html", "epub"],
+  file_extensions: [".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".docx", ".docm", ".odt", ".rtf", ".pptx",
+                    ".pptm", ".odp", ".xlsx", ".xlsm", ".ods", ".html", ".htm", ".xhtml", ".epub"],
+  text_layer: "auto",
 };
 const FORMAT_NAMES = { md: "Markdown", json: "JSON", txt: "Text", pdf: "Searchable PDF", hocr: "hOCR", alto: "ALTO XML" };
 
@@ -141,7 +144,8 @@ export class UploadPanel {
     }
     const extension = file.name.includes(".") ? file.name.slice(file.name.lastIndexOf(".")).toLowerCase() : "";
     if (!this.limits.file_extensions.includes(extension)) {
-      warnings.push("Not named like a PDF, PNG, JPEG or TIFF file; the service decides by its content.");
+      warnings.push("Not named like a document the service reads (PDF, image, office, HTML or EPUB); " +
+                    "it decides by its content.");
     }
     return warnings;
   }

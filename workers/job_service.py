@@ -10,7 +10,9 @@ Tasks are sent by name, so this module never loads the pipeline.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +22,9 @@ from celery import Celery
 from kombu.exceptions import KombuError
 
 from vision.document import Document
+from vision.formats import PDF_HEADER_WINDOW, DocumentKind, sniff_kind
 from vision.limits import DocumentTooLargeError, InputError, InvalidOptionError, PageSelectionError, VisionLimits
+from vision.office import convert_to_pdf
 from vision.pages import parse_page_selection
 from vision.text_layer import TEXT_LAYER_MODES
 from workers.celery_app import PROCESS_JOB, build_celery_app
@@ -48,10 +52,14 @@ class TooManyPagesError(DocumentTooLargeError):
 @dataclass(frozen=True)
 class Upload:
     """One document: its bytes, or (`received`) a file the API streamed into the data directory's
-    incoming area, which `submit` moves into the job (the caller deletes it if `submit` refuses)."""
+    incoming area, which `submit` moves into the job (the caller deletes it if `submit` refuses).
+    An office, HTML or EPUB document is read as the PDF made from it (`converted`): that PDF's
+    upload keeps the document as its `original`, stored beside it."""
     filename: str
     data: bytes | None = None
     received: Path | None = None
+    original: Upload | None = None
+    original_kind: str | None = None
 
     def open(self, limits: VisionLimits) -> Document:
         if self.received is not None:
@@ -59,7 +67,27 @@ class Upload:
         assert self.data is not None
         return Document.open(self.data, self.filename, limits)
 
+    def converted(self, limits: VisionLimits, work_dir: Path) -> Upload:
+        """The upload of the PDF made from this document, in `work_dir` (the caller deletes it if
+        no job takes it); this upload itself when it is a PDF or an image (or refused: `open` says why)."""
+        kind = _kind_to_convert(self, limits)
+        if kind is None:
+            return self
+        if self.received is not None:
+            pdf = convert_to_pdf(self.received, kind, work_dir, limits)
+        else:
+            fd, name = tempfile.mkstemp(dir=work_dir, prefix="upload-", suffix=f".{kind.value}")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(self.data or b"")
+                pdf = convert_to_pdf(Path(name), kind, work_dir, limits)
+            finally:
+                os.unlink(name)
+        return Upload(self.filename, received=pdf, original=self, original_kind=kind.value)
+
     def sha256(self) -> str:
+        if self.original is not None:   # the document the user sent, not the PDF made from it
+            return self.original.sha256()
         if self.received is None:
             return hashlib.sha256(self.data or b"").hexdigest()
         with open(self.received, "rb") as f:
@@ -70,6 +98,22 @@ class Upload:
             move_into_place(self.received, path)
         else:
             write_atomically(path, self.data or b"")
+
+
+def _kind_to_convert(upload: Upload, limits: VisionLimits) -> DocumentKind | None:
+    """The kind of a document read through a converter; None for anything else, whose own checks
+    (size, type, damage) run when it is opened."""
+    if upload.received is not None:
+        size = upload.received.stat().st_size
+        with open(upload.received, "rb") as f:
+            head = f.read(PDF_HEADER_WINDOW)
+    else:
+        head = upload.data or b""
+        size = len(head)
+    if size == 0 or size > limits.max_upload_bytes:
+        return None
+    kind = sniff_kind(head, upload.filename, source=upload.received, limits=limits)
+    return kind if kind.is_converted else None
 
 
 class JobService:
@@ -115,6 +159,20 @@ class JobService:
         if len(uploads) > self.settings.max_files_per_job:
             raise TooManyFilesError(f"{len(uploads)} files in one job; the limit is {self.settings.max_files_per_job}")
         limits = self.settings.vision_limits()
+        converted: list[Upload] = []
+        try:
+            # Office, HTML and EPUB documents become PDFs now (in the caller's thread: the API runs
+            # submit off its event loop), so their pages are counted and a bad one refused at once.
+            for upload in uploads:
+                converted.append(upload.converted(limits, self.data_dir.incoming_dir))
+            return self._submit_checked(owner, converted, options, limits, clamp_pages)
+        finally:
+            for upload in converted:   # a PDF the job took was moved away already
+                if upload.original is not None and upload.received is not None:
+                    upload.received.unlink(missing_ok=True)
+
+    def _submit_checked(self, owner: str, uploads: Sequence[Upload], options: JobOptions, limits: VisionLimits,
+                        clamp_pages: bool) -> JobRecord:
         files = []
         for upload in uploads:
             with upload.open(limits) as document:
@@ -131,6 +189,10 @@ class JobService:
                 path = self.data_dir.upload_path(job_id, file_index, job_file.kind)
                 upload.store(path)
                 self.blobs.publish(path)
+                if upload.original is not None:   # kept for the record: N.docx beside the N.pdf read
+                    original = self.data_dir.upload_path(job_id, file_index, upload.original_kind or "original")
+                    upload.original.store(original)
+                    self.blobs.publish(original)
             job = self.store.create_job(job_id, owner, files, options)
         except BaseException:   # no job: nothing may stay behind under its id
             self.remove_job_files(job_id)

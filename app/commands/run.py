@@ -45,7 +45,8 @@ TEXT_LAYER_MODES = ("auto", "never", "verify")   # vision.text_layer's, named he
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF/PNG/JPEG/TIFF files or folders")
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF/PNG/JPEG/TIFF files, office documents "
+                        "(DOCX/ODT/RTF/PPTX/ODP/XLSX/ODS), HTML or EPUB files, or folders of them")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--formats", default="md,json,txt,pdf",
                         help="comma-separated: md,json,txt,pdf,hocr,alto (hOCR and ALTO XML only when named)")

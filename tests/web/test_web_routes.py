@@ -72,7 +72,9 @@ def test_limits_need_a_key_and_report_the_settings(api):
     assert limits["text_layer"] == "auto" and limits["text_layer_modes"] == ["auto", "never", "verify"]
     index = httpx.get(f"{api.base_url}/", timeout=10).text
     assert all(f'<option value="{mode}">' in index for mode in limits["text_layer_modes"]), "the page offers each"
-    assert limits["file_types"] == ["pdf", "png", "jpeg", "tiff"] and ".tiff" in limits["file_extensions"]
+    assert limits["file_types"] == ["pdf", "png", "jpeg", "tiff", "docx", "odt", "rtf", "pptx", "odp", "xlsx", "ods",
+                                    "html", "epub"]
+    assert {".tiff", ".docx", ".epub", ".html"} <= set(limits["file_extensions"])
 
 
 def test_page_image_matches_the_result_geometry(api, finished_job):
