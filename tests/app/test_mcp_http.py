@@ -28,10 +28,12 @@ from service_harness import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 PDF = samples.multi_page_pdf(2)
+OVER_CAP_BYTES = 3_000_000   # conftest's api_settings cap uploads at 2 MB
 
 
 class DocumentHost:
-    """A web server with the PDF at /report.pdf and a redirect to it at /moved."""
+    """A web server with the PDF at /report.pdf, a redirect to it at /moved, and bodies over the
+    tests' 2 MB upload cap: /big says so in its Content-Length, /endless only by sending it."""
 
     def __init__(self) -> None:
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +44,16 @@ class DocumentHost:
                     self.send_header("Content-Length", str(len(PDF)))
                     self.end_headers()
                     self.wfile.write(PDF)
+                elif self.path in ("/big", "/endless"):
+                    self.send_response(200)
+                    if self.path == "/big":
+                        self.send_header("Content-Length", str(OVER_CAP_BYTES))
+                    self.end_headers()   # HTTP/1.0: without a length the body ends when the connection does
+                    try:
+                        for _ in range(OVER_CAP_BYTES // 65536 + 1):
+                            self.wfile.write(PDF[:1024] * 64)
+                    except OSError:   # the client stopped reading at the cap
+                        pass
                 else:
                     self.send_response(302)
                     self.send_header("Location", "/report.pdf")
@@ -105,6 +117,11 @@ def test_tools_and_resources_are_scoped_to_the_key(mcp_url):
             seen["moved"] = await alice.call_tool("ocr_url", {"url": f"{host.url}/moved"})
             seen["other_host"] = await alice.call_tool("ocr_url", {"url": "http://localhost:1/report.pdf"})
             seen["path"] = await alice.call_tool("ocr_file", {"path": "/etc/passwd"})
+            seen["big"] = await alice.call_tool("ocr_url", {"url": f"{host.url}/big"})
+            seen["endless"] = await alice.call_tool("ocr_url", {"url": f"{host.url}/endless"})
+            seen["no_wait"] = await alice.call_tool("ocr_file", {"content_base64": base64.b64encode(PDF).decode(),
+                                                                 "pages": "1", "wait_s": 0})
+            seen["later"] = await alice.call_tool("get_job", {"job_id": seen["no_wait"].structured_content["job_id"]})
             seen["alice_resources"] = await alice.list_resources(cache_mode="refresh")
             job_id = seen["ocr"].structured_content["job_id"]
             seen["alice_md"] = await alice.read_resource(f"ocrserve://jobs/{job_id}/result.md")
@@ -130,6 +147,11 @@ def test_tools_and_resources_are_scoped_to_the_key(mcp_url):
     assert seen["moved"].is_error and "redirects are not followed" in seen["moved"].content[0].text
     assert seen["other_host"].is_error and "not on this server's list" in seen["other_host"].content[0].text
     assert seen["path"].is_error and "send the document as content_base64" in seen["path"].content[0].text
+    assert seen["big"].is_error and "is 3,000,000 bytes; the limit is 2,000,000" in seen["big"].content[0].text
+    assert seen["endless"].is_error and "larger than the 2,000,000-byte limit" in seen["endless"].content[0].text
+    assert not seen["no_wait"].is_error and seen["no_wait"].structured_content["state"] in ("queued", "running")
+    assert "follow it with get_job" in seen["no_wait"].content[0].text
+    assert seen["later"].structured_content["id"] == seen["no_wait"].structured_content["job_id"]
 
     job_id = seen["job_id"]
     alice_uris = {str(resource.uri) for resource in seen["alice_resources"].resources}
