@@ -4,12 +4,16 @@ Every text is first normalised by bench/real_pages_metrics.normalise (accents co
 typographic quotes and dashes folded, Markdown table syntax and dot leaders dropped, whitespace
 collapsed), then matched case-sensitively:
 
-| category | passes when |
-|----------|-------------|
-| present  | the fact's text is found in the output: rapidfuzz `partial_ratio` (the best-aligned window of the output, Indel similarity) >= 100 * (1 - max_diff), max_diff 0.1 unless the fact says otherwise: about one wrong character in ten |
-| absent   | the text is not found that way; with `whole_line` (page numbers, short running titles) it fails only when a line of the output is the text, exactly after normalisation |
-| order    | `before` and `after` are both present and the best window of `before` starts before that of `after` |
-| table    | some table of the output's Markdown (pipe tables and HTML tables, spans expanded) has a cell whose text matches `cell` (ratio >= 90) and whose given neighbours (`up`, `down`, `left`, `right`) match the cells next to it, a spanning cell counting once |
+- present: the fact's text is found in the output: rapidfuzz `partial_ratio` (the best-aligned
+  window of the output, Indel similarity) >= 100 * (1 - max_diff), max_diff 0.1 unless the
+  fact says otherwise: about one wrong character in ten;
+- absent: the text is not found that way; with `whole_line` (page numbers, short running
+  titles) it fails only when a line of the output is the text, exactly after normalisation;
+- order: `before` and `after` are both present and the best window of `before` starts before
+  that of `after`;
+- table: some table of the output's Markdown (pipe tables and HTML tables, spans expanded) has
+  a cell whose text matches `cell` (ratio >= 90) and whose given neighbours (`up`, `down`,
+  `left`, `right`) match the cells next to it, a spanning cell counting once.
 
 A plain-text output (Tesseract's) has no tables, so its table facts fail, as olmOCR-Bench scores
 an output without a table. Mathematics is checked in math_render.py.
