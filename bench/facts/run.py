@@ -58,11 +58,22 @@ def outputs(system: str, out: Path, name: str) -> tuple[str, str]:
     return text, markdown
 
 
+def describe(fact: dict) -> str:
+    """The fact in a few words, for the list of failures."""
+    if fact["category"] == "order":
+        return f"{fact['before'][:30]!r} < {fact['after'][:30]!r}"
+    if fact["category"] == "table":
+        return f"{fact['cell'][:24]!r} " + " ".join(f"{k}={fact[k][:16]!r}" for k in ("up", "down", "left", "right")
+                                                   if k in fact)
+    return repr((fact.get("text") or fact.get("latex"))[:60])
+
+
 def score(facts: list[dict], pages: dict, outs: dict[str, Path], renderer: KatexRenderer | None) -> list[dict]:
     rows = []
     for fact in facts:
         name = pages[(fact["document"], fact["page"])].name
         row = {key: fact[key] for key in ("id", "document", "page", "split", "category")}
+        row["what"] = describe(fact)
         for system, out in outs.items():
             text, markdown = outputs(system, out, name)
             if fact["category"] == "math":
@@ -98,8 +109,8 @@ def print_report(summary: dict, rows: list[dict], worst: int) -> None:
     failed.sort(key=lambda row: (not row.get("tesseract", {}).get("passed"), row["category"]))
     print(f"\nocrserve fails {len(failed)} facts; the first {min(worst, len(failed))}, those Tesseract passes first:")
     for row in failed[:worst]:
-        print(f"  {row['id']:<34} {row['split']:<8} {row['category']:<7} tesseract "
-              f"{'pass' if row.get('tesseract', {}).get('passed') else 'fail'}")
+        print(f"  {row['id']:<36} {row['split']:<8} tesseract "
+              f"{'pass' if row.get('tesseract', {}).get('passed') else 'fail'}  {row['what']}")
 
 
 def main() -> int:
