@@ -81,6 +81,7 @@ class LiveServices:
     def __init__(self, data_dir: Path, api_settings: dict[str, object], worker_settings: dict[str, object],
                  key: str, other_keys: tuple[str, ...] = ()):
         self.key = key
+        self.store_path = data_dir / "jobs.sqlite"
         # No recovery sweep while the tests run: a job a test leaves queued on purpose stays queued.
         common = {"api_keys": ",".join((key, *other_keys)), "recovery_interval_s": 600}
         self.worker = WorkerProcess(service_env(data_dir, **common, **worker_settings), data_dir / "worker.log")
@@ -93,9 +94,21 @@ class LiveServices:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
 
+    def queued_job(self, key: str, callback_url: str | None = None) -> str:
+        """A job put in the store with no task sent: it stays queued until the test moves it."""
+        from app.api_keys import hash_key
+        from workers.job_model import JobFile, JobOptions
+        from workers.job_store import JobStore
+
+        store = JobStore(self.store_path)
+        job_id = store.new_job_id()
+        store.create_job(job_id, hash_key(key), [JobFile("a.pdf", "pdf", 1, "0" * 64, (0,))],
+                         JobOptions(("md",), callback_url=callback_url))
+        return job_id
+
     def stop(self) -> None:
         self.api.stop()
-        self.worker.stop()
+        self.worker.kill()   # nothing of it is checked after the tests: no need to wait for a warm shutdown
 
 
 def wait_for_delivery_end(client, job_id: str, headers: dict[str, str], timeout_s: float = 60) -> list[dict]:

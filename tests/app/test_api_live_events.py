@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -53,15 +52,7 @@ def _dispatched(events):
 
 
 def _queued_job(services: LiveServices, key: str = KEY) -> str:
-    """A job in the store that no task was sent for: it stays queued while a test watches it."""
-    from app.api_keys import hash_key
-    from workers.job_model import JobFile, JobOptions
-    from workers.job_store import JobStore
-
-    store = JobStore(Path(services.api.log_path).parent / "jobs.sqlite")
-    job_id = store.new_job_id()
-    store.create_job(job_id, hash_key(key), [JobFile("a.pdf", "pdf", 1, "0" * 64, (0,))], JobOptions(("md",)))
-    return job_id
+    return services.queued_job(key)
 
 
 def test_a_running_job_streams_every_event_in_order_and_the_stream_ends_with_it(client):
@@ -133,7 +124,7 @@ def test_waiting_streams_hold_no_store_connection_are_capped_per_key_and_see_new
             samples.append(_store_handles(services.api.process.pid))
             time.sleep(0.4)
         assert sum(1 for held in samples if held) <= 1, samples
-        JobStore(Path(services.api.log_path).parent / "jobs.sqlite").mark_job_running(job_id)
+        JobStore(services.store_path).mark_job_running(job_id)
         assert json.loads(next(events).data)["type"] == "job.running"   # arrives live, within a poll
     # Both closed: the key's slots are free again.
     wait_for(lambda: _opens(client, job_id), 10, what="a stream slot freed by a closed stream")

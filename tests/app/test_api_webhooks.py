@@ -110,6 +110,16 @@ def test_an_address_the_workers_do_not_allow_is_refused_again_at_delivery(client
     assert receiver.posts("/inner") == []
 
 
+def test_a_job_cancelled_through_the_api_is_delivered_from_the_workers_outbox(client, services, receiver):
+    """The API process makes the change; a worker, which shares only the job store, delivers it."""
+    job_id = services.queued_job(KEY, callback_url=f"http://127.0.0.1:{receiver.port}/cancelled")
+    assert client.delete(f"/v1/jobs/{job_id}").json()["state"] == "cancelled"
+    [delivery] = wait_for_delivery_end(client, job_id, {})
+    assert delivery["state"] == "delivered" and delivery["attempts"] == 1
+    [post] = receiver.posts("/cancelled")
+    assert post["signature_ok"] and receiver.events("/cancelled")[0]["type"] == "job.cancelled"
+
+
 def test_another_key_sees_no_deliveries_of_the_job(client, services, receiver):
     job_id = _submit(client, f"http://127.0.0.1:{receiver.port}/hook").json()["id"]
     assert httpx.get(f"{services.base_url}/v1/jobs/{job_id}/deliveries").status_code == 401
