@@ -10,8 +10,9 @@
                  "figure", "blocks": [{"type", "text", "lines", ...}], "text_layer_check"}]}]}]}]}
 
 A line's `words` (`workers.line_words`) say where each box and confidence came from:
-`box_source` `text_layer` (the PDF's own word box) or `interpolated` (spread along the line
-by character widths); `confidence_source` `tokens` (the recogniser's log-probs over the word's
+`box_source` `text_layer` (the PDF's own word box), `ctc` (its characters' places on the line
+image, `vision.ctc_align`) or `interpolated` (spread along the line by character widths);
+`confidence_source` `tokens` (the recogniser's log-probs over the word's
 characters), `line` (the line's confidence) or null (none given). hOCR and ALTO XML are made
 from this JSON too (`workers.export_hocr`, `workers.export_alto`).
 

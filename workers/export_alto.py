@@ -15,8 +15,9 @@ stands in, line numbers and margin notes in the left or right margin; the body i
 Every block also names its exact role through `TAGREFS` to a `LayoutTag` (`role_header`, ...).
 
 Word confidences are `WC` (0-1). Where a word's box came from is a `TAGREFS` to an `OtherTag`:
-`box_text_layer` (the PDF's own word box) or `box_interpolated` (spread along its line by
-character widths). Measurements are pixels of the rendered page.
+`box_text_layer` (the PDF's own word box), `box_ctc` (aligned on the line image) or
+`box_interpolated` (spread along its line by character widths); see `workers.line_words`.
+Measurements are pixels of the rendered page.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ ALTO_NS = "http://www.loc.gov/standards/alto/ns-v4#"
 SCHEMA_LOCATION = f"{ALTO_NS} http://www.loc.gov/standards/alto/v4/alto-4-2.xsd"
 _MARGINS = ("TopMargin", "LeftMargin", "RightMargin", "BottomMargin", "PrintSpace")   # the schema's order
 BOX_SOURCES = {"text_layer": "the PDF text layer's own word box",
+               "ctc": "from its characters' places on the line image (a CTC alignment of the text)",
                "interpolated": "spread along the line by character widths (an estimate)"}
 
 

@@ -15,8 +15,8 @@ footer's `ocr_footer` (as Tesseract writes them, and as readers such as OCRmyPDF
 page number's by where it stands on the page; every block says its exact role and layout label
 in `data-role` and `data-label`. What hOCR's properties cannot say goes in `data-` attributes,
 which HTML keeps and hOCR readers pass over: each word's `data-box-source` (`text_layer`, the
-PDF's own box; `interpolated`, spread along its line), since the spec's validator rejects
-unknown properties in `title`.
+PDF's own box; `ctc`, aligned on the line image; `interpolated`, spread along its line: see
+`workers.line_words`), since the spec's validator rejects unknown properties in `title`.
 """
 from __future__ import annotations
 

@@ -1,12 +1,15 @@
 """The words of a line: each with its box and confidence, and where both came from.
 
-A word's box is the PDF's own where the line's text is the text layer's words (`text_layer`:
-PyMuPDF's word boxes, the glyphs' extent). Anywhere else it is `interpolated`: the line's
-box is shared out along its reading direction by the characters' widths (Helvetica's
-advances; a wide East Asian character one em), so a word stands where its characters would
-stand if the line were set in that face. Neither recogniser here gives character positions
-for its final text (the house model's CTC head reads the line, but its alignment stays in
-the engine), so no box claims more than that.
+| `box_source`   | the box                                                                       |
+|----------------|-------------------------------------------------------------------------------|
+| `text_layer`   | the PDF's own word box (PyMuPDF's, the glyphs' extent), where the layer's words spell the line |
+| `ctc`          | from where a CTC recogniser puts the word's characters on the line's image when forced to read the final text (`vision.ctc_align`): its first and last characters' centres, widened by half their widths |
+| `interpolated` | the line's box shared out by the characters' widths (Helvetica's advances; a wide East Asian character one em): where the word would stand were the line set in that face |
+
+A recognised line of two words or more is aligned when the page image is at hand (the
+pipeline's words stage) and the line runs left to right; a vertical line, an alignment that
+cannot be made, and a result exported without its page image fall back to interpolation (a
+line of one word is its word's box).
 
 A word's confidence comes from the recogniser's token log-probabilities over its characters
 (`tokens`: exp of their mean, as the line's is over all tokens) where the reply carried them
@@ -18,10 +21,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
 
+import numpy as np
 import pymupdf
 
 from vision.document import TextWord
@@ -34,19 +38,33 @@ _WORD = re.compile(r"\S+")
 TokenLogprobs = Sequence[tuple[str, float]]
 
 
+CharCentres = Callable[[Box, str], "list[float] | None"]   # line box, text -> x of each non-space character
+
+
 def with_words(region: RegionResult, layer: Sequence[TextWord] = (),
-               tokens_of: dict[tuple[Box, str], TokenLogprobs] | None = None) -> RegionResult:
+               tokens_of: dict[tuple[Box, str], TokenLogprobs] | None = None,
+               align: CharCentres | None = None) -> RegionResult:
     """The region with every line's words: the layer's boxes where its words spell the line,
-    interpolated ones elsewhere; `tokens_of` gives a recognised line's token log-probs by
-    (box, text)."""
+    else aligned ones where `align` places the line's characters, else interpolated ones;
+    `tokens_of` gives a recognised line's token log-probs by (box, text)."""
     if not region.lines:
         return region
     tokens_of = tokens_of or {}
-    lines = tuple(replace(line, words=tuple(
-        layer_words(line.bbox, line.text, layer)
-        or interpolated_words(line.bbox, line.text, line.confidence, tokens_of.get((line.bbox, line.text)))))
-        for line in region.lines)
-    return replace(region, lines=lines)
+
+    def words_of(line: LineResult) -> list[WordResult]:
+        found = layer_words(line.bbox, line.text, layer)
+        if found:
+            return found
+        tokens = tokens_of.get((line.bbox, line.text))
+        x0, y0, x1, y1 = line.bbox
+        # A line of one word is that word's box already: nothing to align.
+        aligns = align is not None and x1 - x0 > y1 - y0 and len(line.text.split()) > 1
+        centres = align(line.bbox, line.text) if aligns else None  # type: ignore[misc]
+        if centres is not None:
+            return aligned_words(line.bbox, line.text, centres, line.confidence, tokens)
+        return interpolated_words(line.bbox, line.text, line.confidence, tokens)
+
+    return replace(region, lines=tuple(replace(line, words=tuple(words_of(line))) for line in region.lines))
 
 
 def layer_words(bbox: Box, text: str, layer: Sequence[TextWord]) -> list[WordResult]:
@@ -67,16 +85,39 @@ def layer_words(bbox: Box, text: str, layer: Sequence[TextWord]) -> list[WordRes
     return []
 
 
+def aligned_words(bbox: Box, text: str, centres: Sequence[float], confidence: float | None,
+                  tokens: TokenLogprobs | None = None) -> list[WordResult]:
+    """Words from their characters' centres (page x, one per non-space character): each spans
+    its first character's centre less half that character's width to its last's plus half;
+    widths are Helvetica's advances scaled to the line (a least-squares fit of the centres to
+    their places in the text), and neighbours never overlap, nor a word leave the line."""
+    spans = [(match.start(), match.end()) for match in _WORD.finditer(text)]
+    inked = [i for i, char in enumerate(text) if not char.isspace()]
+    assert len(inked) == len(centres), (text, len(centres))
+    at = dict(zip(inked, centres))
+    edges = _edges(text)
+    places = np.array([(edges[i] + edges[i + 1]) / 2 for i in inked])
+    scale = float(np.polyfit(places, np.asarray(centres), 1)[0]) if len(inked) > 1 else 0.0
+    if not scale > 0:   # one character, or centres running backwards: a width from the line's height
+        scale = bbox[3] - bbox[1]
+    x0, y0, x1, y1 = bbox
+    boxes = [[max(x0, at[start] - scale * _advance(text[start]) / 2),
+              min(x1, at[end - 1] + scale * _advance(text[end - 1]) / 2)] for start, end in spans]
+    for left, right in zip(boxes, boxes[1:]):
+        if left[1] > right[0]:
+            left[1] = right[0] = (left[1] + right[0]) / 2
+    confidences = token_confidences(text, spans, tokens) or [None] * len(spans)
+    return [_word((a, y0, max(b, a + 1e-3), y1), text[start:end], word_confidence, confidence, "ctc")
+            for (a, b), (start, end), word_confidence in zip(boxes, spans, confidences)]
+
+
 def interpolated_words(bbox: Box, text: str, confidence: float | None,
                        tokens: TokenLogprobs | None = None) -> list[WordResult]:
     """Words spread along the line's box by their characters' widths."""
     spans = [(match.start(), match.end()) for match in _WORD.finditer(text)]
     if not spans:
         return []
-    advances = [_advance(char) for char in text]
-    edges = [0.0]
-    for advance in advances:
-        edges.append(edges[-1] + advance)
+    edges = _edges(text)
     first, last = edges[spans[0][0]], edges[spans[-1][1]]   # the ink runs from the first word to the last
     scale = 1.0 / max(last - first, 1e-9)
     x0, y0, x1, y1 = bbox
@@ -87,12 +128,23 @@ def interpolated_words(bbox: Box, text: str, confidence: float | None,
         a, b = (edges[start] - first) * scale, (edges[end] - first) * scale
         box = (x0, y0 + a * (y1 - y0), x1, y0 + b * (y1 - y0)) if vertical \
             else (x0 + a * (x1 - x0), y0, x0 + b * (x1 - x0), y1)
-        if word_confidence is not None:
-            words.append(WordResult(box, text[start:end], word_confidence, "interpolated", "tokens"))
-        else:
-            source = None if confidence is None else "line"
-            words.append(WordResult(box, text[start:end], confidence, "interpolated", source))
+        words.append(_word(box, text[start:end], word_confidence, confidence, "interpolated"))
     return words
+
+
+def _word(box: Box, text: str, from_tokens: float | None, line_confidence: float | None,
+          box_source: str) -> WordResult:
+    if from_tokens is not None:
+        return WordResult(box, text, from_tokens, box_source, "tokens")
+    return WordResult(box, text, line_confidence, box_source, None if line_confidence is None else "line")
+
+
+def _edges(text: str) -> list[float]:
+    """Where each character starts along the text, in ems (and where the last ends)."""
+    edges = [0.0]
+    for char in text:
+        edges.append(edges[-1] + _advance(char))
+    return edges
 
 
 def token_confidences(text: str, spans: Sequence[tuple[int, int]],

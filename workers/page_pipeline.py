@@ -68,10 +68,14 @@ STAGES: tuple[Stage, ...] = (
 
 
 class PagePipeline:
-    def __init__(self, recognizer: Recognizer, vision_num_threads: int = 2, stages: Sequence[Stage] = STAGES):
+    def __init__(self, recognizer: Recognizer, vision_num_threads: int = 2, stages: Sequence[Stage] = STAGES,
+                 word_alignment: bool = True):
+        """`word_alignment` False: recognised lines' word boxes are interpolated, not aligned
+        on the line image (`workers.pipeline.words`)."""
         self.recognizer = recognizer
         self.vision_num_threads = vision_num_threads
-        self.stages = tuple(stages)
+        self.stages = tuple(Words(align=False) if isinstance(stage, Words) and not word_alignment else stage
+                            for stage in stages)
 
     def process(self, document: Document, rendered: RenderedPage, file_index: int,
                 figures_dir: Path | None = None, text_layer: str = TextLayerMode.NEVER,

@@ -18,7 +18,8 @@ text came from (`ocr`: a recogniser; `text_layer`: the PDF's own text layer).
 A line's `confidence` is the recogniser's (0-1, None when it gives none);
 `low_confidence` flags a line below `LOW_CONFIDENCE`. A line's `words` (`WordResult`,
 made by `workers.line_words`) each say where their box came from (`box_source`: `text_layer`,
-the PDF's own word box; `interpolated`, spread along the line by character widths) and their
+the PDF's own word box; `ctc`, aligned on the line image; `interpolated`, spread along the line
+by character widths) and their
 confidence (`confidence_source`: `tokens`, the recogniser's token log-probs over the word;
 `line`, the line's own; None with no confidence). Results stored before words have none.
 
@@ -54,7 +55,7 @@ class WordResult:
     bbox: Box
     text: str
     confidence: float | None          # 0-1; None when neither the recogniser nor its line gives one
-    box_source: str                   # "text_layer" or "interpolated"
+    box_source: str                   # "text_layer", "ctc" or "interpolated" (workers.line_words)
     confidence_source: str | None     # "tokens", "line", or None with no confidence
 
     def to_dict(self) -> dict[str, Any]:

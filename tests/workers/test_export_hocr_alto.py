@@ -12,7 +12,7 @@ we did not write:
   into the repository: schema validation is left to a deployment that can fetch it.
 
 A born-digital job (text layer `auto`) shows the layer's own word boxes; the same page
-recognised (`never`) shows interpolated ones, measured against where the PDF put each word.
+recognised (`never`) shows aligned ones (`ctc`), measured against where the PDF put each word.
 """
 from __future__ import annotations
 
@@ -114,14 +114,14 @@ def test_a_layer_pages_words_keep_the_pdfs_own_boxes(layer_job):
                                for text, box in truth), word
 
 
-def test_recognised_words_are_interpolated_marked_and_near_where_they_are_printed(recognised_job):
+def test_recognised_words_are_aligned_marked_and_near_where_they_are_printed(recognised_job):
     result, _ = recognised_job
     truth = _pdf_words(samples.two_column_pdf(), 0)
     errors = []
     for line in _lines(result, 0, 0):
         x0, y0, x1, y1 = line["bbox"]
         for word in line["words"]:
-            assert word["box_source"] == "interpolated", word
+            assert word["box_source"] == ("ctc" if len(line["words"]) > 1 else "interpolated"), word
             wx0, wy0, wx1, wy1 = word["bbox"]
             assert x0 - 0.01 <= wx0 < wx1 <= x1 + 0.01 and (wy0, wy1) == (y0, y1), (word, line)
             # the printed word of that text in the line's row nearest to it (Tesseract may misread one)
@@ -129,8 +129,7 @@ def test_recognised_words_are_interpolated_marked_and_near_where_they_are_printe
             if printed:
                 errors.append(min(abs((wx0 + wx1) / 2 - (b[0] + b[2]) / 2) for b in printed) / (y1 - y0))
     assert len(errors) > 20
-    # Helvetica's widths on a Helvetica page: the centres sit within a fifth of a line height.
-    assert max(errors) < 0.2, sorted(errors)[-5:]
+    assert max(errors) < 0.25, sorted(errors)[-5:]
 
 
 def test_hocr_is_valid_by_the_hocr_spec_validator(layer_job, recognised_job):
@@ -217,6 +216,11 @@ def test_alto_tools_reads_back_every_line(layer_job, recognised_job):
                     for line in _lines(result, document, page)]
         # in the file's order: margins before the print space (the reading order is IDNEXT's, below)
         assert sorted(lines) == sorted(expected)
+        # every IDREF names an element of the file (what the schema's xsd:IDREFS asks)
+        root = ET.parse(folder / "result.alto").getroot()
+        ids = {element.get("ID") for element in root.iter()} - {None}
+        assert all(ref in ids for element in root.iter() for name in ("TAGREFS", "IDNEXT")
+                   for ref in (element.get(name) or "").split())
 
 
 def test_alto_puts_furniture_in_the_margins_and_chains_the_reading_order(layer_job):

@@ -81,7 +81,7 @@ def test_json_has_documents_pages_regions_with_boxes_and_order(finished_job):
             width, height = page["width"], page["height"]
             assert page["dpi"] == 100 and abs(width - 827) <= 1 and abs(height - 1169) <= 1   # A4 at 100 DPI
             assert set(page["timings"]) == {"render", "layout", "lines", "order", "text_layer", "recognition",
-                                            "assembly"}
+                                            "assembly", "words"}
             assert [r["reading_index"] for r in page["regions"]] == list(range(len(page["regions"])))
             for region in page["regions"]:
                 assert region["status"] == "ok" and region["label"] in ("text", "title", "header")

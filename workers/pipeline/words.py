@@ -3,10 +3,15 @@
 Runs right after assemble, while each recognised line can still be found among its block's
 outcomes (by box and text) for the reply's token log-probs. The page's text layer is read
 once, and only on a page where some text may be the layer's: its layer was usable (auto,
-verify) or a region fell back to it; then a line its words spell keeps their boxes.
+verify) or a region fell back to it; then a line its words spell keeps their boxes. Any other
+line is aligned on the rendered page (`vision.ctc_align`, one recogniser pass per line), unless
+the pipeline was made without alignment (`Settings.word_alignment`), when it is interpolated. The
+aligner's session is made on first use, so a pipeline that never reads a line never loads it.
 """
 from __future__ import annotations
 
+from vision.crops import crop_box
+from vision.ctc_align import LineAligner
 from vision.document import TextWord
 from workers.line_words import TokenLogprobs, with_words
 from workers.page_result import Box, RegionStatus
@@ -16,6 +21,10 @@ from workers.pipeline.page import PageWork
 class Words:
     name = "words"
     timing = "words"
+
+    def __init__(self, align: bool = True) -> None:
+        self.align = align
+        self._aligners: dict[int, LineAligner] = {}
 
     def run(self, page: PageWork) -> None:
         tokens_of: dict[tuple[Box, str], TokenLogprobs] = {}
@@ -29,4 +38,16 @@ class Words:
         if (page.match is not None and page.match.verdict.usable) or any(
                 region.source == "text_layer" or region.status is RegionStatus.FALLBACK for region in page.regions):
             layer = page.document.text_words(page.page_index, page.rendered.dpi)
-        page.regions = [with_words(region, layer, tokens_of) for region in page.regions]
+        image = page.rendered.image
+
+        def align(bbox: Box, text: str) -> list[float] | None:
+            left, top, right, bottom = crop_box(bbox, image.width, image.height)
+            centres = self._aligner(page.vision_num_threads).char_centres(image.crop((left, top, right, bottom)), text)
+            return None if centres is None else [left + x for x in centres]
+
+        page.regions = [with_words(region, layer, tokens_of, align if self.align else None) for region in page.regions]
+
+    def _aligner(self, num_threads: int) -> LineAligner:
+        if num_threads not in self._aligners:
+            self._aligners[num_threads] = LineAligner(num_threads)
+        return self._aligners[num_threads]
