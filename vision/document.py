@@ -263,8 +263,8 @@ _MUPDF_ERRORS = (RuntimeError, ValueError, IndexError, pymupdf.mupdf.FzErrorBase
 
 def _check_opened_as_is(kind: DocumentKind) -> None:
     if kind.is_converted:   # the job service converts these first (vision/office.py) and opens the PDF
-        raise UnsupportedFormatError(f"a {kind.value.upper()} document is read from the PDF it is converted to, "
-                                     "not opened as it is")
+        raise UnsupportedFormatError(f"{kind.value.upper()} documents are read from the PDF they are converted to, "
+                                     "not opened as they are")
 
 
 def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupdf.Document:

@@ -39,9 +39,11 @@ class VisionLimits:
     def __post_init__(self) -> None:
         for name in ("max_upload_bytes", "max_pages", "max_image_pixels", "max_page_pixels",
                      "max_page_selection_len", "max_package_entries", "max_package_unpacked_bytes", "max_package_ratio",
-                     "conversion_timeout_s", "max_converted_bytes", "conversion_memory_bytes"):
+                     "max_converted_bytes", "conversion_memory_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.conversion_timeout_s > 0:
+            raise ValueError(f"conversion_timeout_s must be positive, got {self.conversion_timeout_s}")
         if not 0 < self.render_dpi <= self.max_render_dpi:
             raise ValueError(f"render_dpi must be in (0, {self.max_render_dpi}], got {self.render_dpi}")
 

@@ -97,5 +97,5 @@ def test_a_deflate_bomb_and_a_package_of_too_many_files_are_refused_before_infla
 
 
 def test_a_document_that_needs_conversion_is_not_opened_as_it_is(documents):
-    with pytest.raises(UnsupportedFormatError, match="read from the PDF it is converted to"):
+    with pytest.raises(UnsupportedFormatError, match="read from the PDF they are converted to"):
         Document.open_path(documents["odt"], LIMITS)
