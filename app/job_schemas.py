@@ -55,6 +55,8 @@ class JobSummary(BaseModel):
                             "passes checks) sent as the model's draft and compared with the reading")
     keep_furniture: bool = Field(False, description="whether the Markdown and text keep page furniture "
                                  "(running headers and footers, page numbers, line numbers, margin notes)")
+    languages: str = Field("detect", description="detect: each page's script and language found and routed to "
+                           "a recogniser that reads it; or the Tesseract language codes the job named ('pol+eng')")
     files: list[FileView]
     schema_name: str | None = Field(None, description="the schema the job extracts with, when it has one")
 
@@ -104,7 +106,7 @@ def _summary_fields(job: JobRecord | JobListing) -> dict[str, object]:
         "created_at": iso_time(job.created_at), "updated_at": iso_time(job.updated_at),
         "finished_at": iso_time(job.finished_at) if job.finished_at is not None else None,
         "error": job.error, "formats": list(job.options.formats), "text_layer": job.options.text_layer,
-        "keep_furniture": job.options.keep_furniture,
+        "keep_furniture": job.options.keep_furniture, "languages": job.options.languages,
         "schema_name": job.options.extraction.name if job.options.extraction else None,
         "files": [FileView(filename=f.filename, kind=f.kind, num_pages=f.num_pages,
                            pages_selected=len(f.page_indices)) for f in job.files],

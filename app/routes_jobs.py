@@ -36,7 +36,7 @@ MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "hocr": "application/xhtml+xml; charset=utf-8", "alto": "application/xml; charset=utf-8"}
 # SQLite binds OFFSET as a signed 64-bit integer; past it the query would fail (a 500): refuse it (400).
 MAX_LIST_OFFSET = 2**63 - 1
-FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture", "callback_url")
+FORM_OPTIONS = ("pages", "formats", "dpi", "schema", "text_layer", "keep_furniture", "callback_url", "languages")
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "required": ["files"],
     "properties": {
@@ -62,6 +62,10 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {"multipart/form-da
         "callback_url": {"type": "string", "format": "uri", "description": "POST the job's events here, signed "
                          "(X-Ocrserve-Signature; GET /v1/webhooks/secret): a failed page, and the job done, failed "
                          "or cancelled; only hosts the server allows (OCRSERVE_WEBHOOK_ALLOWED_HOSTS)"},
+        "languages": {"type": "string", "description": "detect (default): each page's script is found and "
+                      "lines the house model cannot write go to Tesseract with that script's language pack; or "
+                      "Tesseract language codes joined by '+' (e.g. 'pol', 'rus+eng', 'chi_sim'), each one a pack "
+                      "installed on the server"},
         "keep_furniture": {"type": "boolean", "description": "keep page furniture (running headers and footers, "
                            "page numbers, line numbers, margin notes) in the Markdown and text; the JSON always "
                            "has it, marked by role (default: false)"},
@@ -97,7 +101,8 @@ async def _submit(context: ApiContext, owner: str, form: ReceivedForm) -> JobVie
     # Opening documents (parsing PDFs) is blocking work: keep it off the event loop.
     job = await asyncio.to_thread(context.jobs.submit, owner, uploads, fields.get("pages"), fields.get("formats"), dpi,
                                   extraction=extraction, text_layer=fields.get("text_layer"),
-                                  keep_furniture=keep_furniture, callback_url=fields.get("callback_url"))
+                                  keep_furniture=keep_furniture, callback_url=fields.get("callback_url"),
+                                  languages=fields.get("languages"))
     return _view(context.jobs, job)
 
 

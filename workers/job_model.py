@@ -70,6 +70,8 @@ class JobOptions:
     keep_furniture: bool = False    # Markdown and text keep running headers, footers, page numbers, line numbers
                                     # and margin notes (workers.furniture); the JSON always has them, by role
     callback_url: str | None = None  # where the job's webhook events go (workers/webhooks.py), checked at submit
+    languages: str = "detect"       # "detect" (script per page, language of a Latin page from its words) or Tesseract
+                                    # codes joined by '+' ("pol+eng"), checked against the installed packs at submit
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"formats": list(self.formats), "dpi": self.dpi, "pages": self.pages,
@@ -78,6 +80,7 @@ class JobOptions:
             data["extraction"] = self.extraction.to_dict()
         if self.callback_url is not None:
             data["callback_url"] = self.callback_url
+        data["languages"] = self.languages
         return data
 
     @classmethod
@@ -86,7 +89,8 @@ class JobOptions:
         # A job stored before text_layer existed loads with the default.
         return cls(tuple(data["formats"]), data.get("dpi"), data.get("pages"),
                    ExtractionSchema.from_dict(extraction) if extraction else None, data.get("text_layer", "auto"),
-                   bool(data.get("keep_furniture", False)), data.get("callback_url"))
+                   bool(data.get("keep_furniture", False)), data.get("callback_url"),
+                   data.get("languages", "detect"))
 
 
 @dataclass(frozen=True)

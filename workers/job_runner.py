@@ -205,7 +205,8 @@ class JobRunner:
             recognizer = LastAttempt(self.pipeline.recognizer) if final_attempt else None
             with tenant_scope(job.owner):   # the engine's prefix cache is kept apart per owner
                 result = self.pipeline.process(document, rendered, file_index, self.data_dir.figures_dir(job.id),
-                                               text_layer=job.options.text_layer, recognizer=recognizer)
+                                               text_layer=job.options.text_layer, recognizer=recognizer,
+                                               languages=job.options.languages)
         except RecognizerUnavailableError:
             raise
         except InputError as exc:

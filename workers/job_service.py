@@ -33,6 +33,7 @@ from workers.data_dir import DataDir, move_into_place, write_atomically
 from workers.extraction_schema import ExtractionSchema
 from workers.job_model import JobFile, JobListing, JobOptions, JobRecord, JobState
 from workers.job_store import JobStore
+from workers.recognizers.languages import LanguagesError, parse_languages
 from workers.settings import ALL_FORMATS, DEFAULT_FORMATS, Settings
 from workers.webhook_urls import WebhookAllowlist, check_callback_url
 
@@ -138,14 +139,15 @@ class JobService:
                formats: str | Sequence[str] | None = None, dpi: float | None = None,
                clamp_pages: bool = False, extraction: ExtractionSchema | None = None,
                text_layer: str | None = None, keep_furniture: bool = False,
-               callback_url: str | None = None) -> JobRecord:
+               callback_url: str | None = None, languages: str | None = None) -> JobRecord:
         """Check and store the uploads as one job and queue it. With `clamp_pages`
         (batch runs over documents of mixed length) selected pages past a
         document's end are left out instead of refused. `extraction`, a schema
         already checked, adds extraction.json to the job's results. `text_layer`
         is auto, never or verify (None: the service's default, OCRSERVE_TEXT_LAYER). `keep_furniture`
         keeps page furniture (headers, footers, page numbers...) in the Markdown and text. `callback_url`
-        gets the job's webhook events, if the deployment's rules let it be called (workers/webhook_urls.py)."""
+        gets the job's webhook events, if the deployment's rules let it be called (workers/webhook_urls.py).
+        `languages` is "detect" (None too) or Tesseract codes such as "pol+eng", each one installed here."""
         if callback_url is not None and callback_url.strip():
             check_callback_url(callback_url, WebhookAllowlist.parse(self.settings.webhook_allowed_hosts))
             callback_url = callback_url.strip()
@@ -153,7 +155,8 @@ class JobService:
             callback_url = None
         options = JobOptions(parse_formats(formats), self._checked_dpi(dpi), pages.strip() if pages else None,
                              extraction, parse_text_layer(text_layer, self.settings.text_layer),
-                             keep_furniture=keep_furniture, callback_url=callback_url)
+                             keep_furniture=keep_furniture, callback_url=callback_url,
+                             languages=self._checked_languages(languages))
         if not uploads:
             raise InputError("no file was uploaded")
         if len(uploads) > self.settings.max_files_per_job:
@@ -264,6 +267,9 @@ class JobService:
     def _checked_dpi(self, dpi: float | None) -> float | None:
         return None if dpi is None else self.settings.vision_limits().check_dpi(dpi)
 
+    def _checked_languages(self, languages: str | None) -> str:
+        return checked_languages(languages, self.settings.tesseract_cmd)
+
 
 def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
     """'md,json' or ['md', 'json'] -> ('md', 'json'); None or blank -> md, json, txt and pdf
@@ -278,6 +284,14 @@ def parse_formats(formats: str | Sequence[str] | None) -> tuple[str, ...]:
     if unknown:
         raise InvalidOptionError(f"unknown format {unknown[0][:20]!r}; choose from {', '.join(ALL_FORMATS)}")
     return tuple(fmt for fmt in ALL_FORMATS if fmt in chosen)
+
+
+def checked_languages(value: str | None, tesseract_cmd: str) -> str:
+    """The `languages` option as workers.recognizers.languages spells it; a bad one refused here."""
+    try:
+        return parse_languages(value, tesseract_cmd)
+    except LanguagesError as exc:
+        raise InvalidOptionError(str(exc)) from None
 
 
 def parse_text_layer(mode: str | None, default: str) -> str:

@@ -69,23 +69,24 @@ STAGES: tuple[Stage, ...] = (
 
 class PagePipeline:
     def __init__(self, recognizer: Recognizer, vision_num_threads: int = 2, stages: Sequence[Stage] = STAGES,
-                 word_alignment: bool = True):
-        """`word_alignment` False: recognised lines' word boxes are interpolated, not aligned
-        on the line image (`workers.pipeline.words`)."""
+                 word_alignment: bool = False):
+        """`word_alignment`: recognised lines' word boxes aligned on the line image, not
+        interpolated (`workers.pipeline.words`; costs a recogniser pass per line)."""
         self.recognizer = recognizer
         self.vision_num_threads = vision_num_threads
-        self.stages = tuple(Words(align=False) if isinstance(stage, Words) and not word_alignment else stage
+        self.stages = tuple(Words(align=True) if isinstance(stage, Words) and word_alignment else stage
                             for stage in stages)
 
     def process(self, document: Document, rendered: RenderedPage, file_index: int,
                 figures_dir: Path | None = None, text_layer: str = TextLayerMode.NEVER,
-                recognizer: Recognizer | None = None) -> PageResult:
+                recognizer: Recognizer | None = None, languages: str | None = None) -> PageResult:
         """`rendered` is a page of `document` (the text layer comes from there); `text_layer`
         is a `TextLayerMode` value. The default here is "never", so callers that measure
         recognition (bench/) keep measuring it; jobs pass their own option, whose default is
-        "auto". `recognizer` replaces the pipeline's own for this page (the task's last attempt)."""
+        "auto". `recognizer` replaces the pipeline's own for this page (the task's last attempt).
+        `languages` is the job's option ("detect" or Tesseract codes; None: the recogniser's own choice)."""
         page = PageWork(document, rendered, file_index, recognizer or self.recognizer,
-                        TextLayerPolicy.for_mode(text_layer), self.vision_num_threads, figures_dir)
+                        TextLayerPolicy.for_mode(text_layer), self.vision_num_threads, figures_dir, languages)
         for stage in self.stages:
             started = time.perf_counter()
             stage.run(page)

@@ -23,6 +23,10 @@ by character widths) and their
 confidence (`confidence_source`: `tokens`, the recogniser's token log-probs over the word;
 `line`, the line's own; None with no confidence). Results stored before words have none.
 
+`truncated_repetition` (on a line, and on its region) marks a reading the engine's loop guard
+stopped because it kept repeating itself (engine/loop_guard.py): the text is what was read
+before the loop. The region stays `ok`: its text is the recogniser's own, only shorter.
+
 In text-layer mode `verify` a PDF page whose layer passes its checks is still
 recognised, each line with the layer's text as the recogniser's draft; the
 reading is kept (`source` `ocr`). A region's `text_layer_check` then says
@@ -77,6 +81,9 @@ class LineResult:
     confidence: float | None = None   # 0-1, from the recogniser; None when it gives none
     layer_text: str | None = None     # verify: the text layer's text, where the reading differs from it
     words: tuple[WordResult, ...] = ()   # (workers.line_words); () until the words stage, and in older results
+    truncated_repetition: bool = False   # the reading looped and was cut (engine loop guard): text is what came before
+    script: str | None = None         # the writing system read (vision.scripts name: Latin, Cyrillic, Han...)
+    language: str | None = None       # Tesseract code of the language read ("pol", "rus"), when known
 
     @property
     def low_confidence(self) -> bool:
@@ -86,13 +93,16 @@ class LineResult:
         confidence = None if self.confidence is None else round(self.confidence, 3)
         return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
                 "low_confidence": self.low_confidence, "layer_text": self.layer_text,
-                "words": [word.to_dict() for word in self.words]}
+                "words": [word.to_dict() for word in self.words], "truncated_repetition": self.truncated_repetition,
+                "script": self.script, "language": self.language}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineResult:
         bbox = tuple(float(v) for v in data["bbox"])
         return cls(bbox, data["text"], data.get("confidence"), data.get("layer_text"),  # type: ignore[arg-type]
-                   tuple(WordResult.from_dict(word) for word in data.get("words", ())))
+                   tuple(WordResult.from_dict(word) for word in data.get("words", ())),
+                   bool(data.get("truncated_repetition", False)), script=data.get("script"),
+                   language=data.get("language"))
 
 
 @dataclass(frozen=True)
@@ -112,13 +122,15 @@ class RegionResult:
     figure: str | None = None   # file name of the figure crop, for figures
     blocks: tuple[Block, ...] = ()   # its structure (workers.structure); () in results stored before it
     text_layer_check: str | None = None   # verify: "agrees" / "differs" (reading vs. text layer); None: not verified
+    truncated_repetition: bool = False    # a reading of it looped and was cut (see the module docstring)
 
     def to_dict(self) -> dict[str, Any]:
         return {"reading_index": self.reading_index, "label": self.label, "task": self.task, "role": self.role,
                 "bbox": [round(v, 1) for v in self.bbox], "bbox_1000": list(self.bbox_1000), "text": self.text,
                 "status": self.status.value, "origin": self.origin, "source": self.source, "reason": self.reason,
                 "lines": [line.to_dict() for line in self.lines], "figure": self.figure,
-                "blocks": [block.to_dict() for block in self.blocks], "text_layer_check": self.text_layer_check}
+                "blocks": [block.to_dict() for block in self.blocks], "text_layer_check": self.text_layer_check,
+                "truncated_repetition": self.truncated_repetition}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RegionResult:
@@ -127,7 +139,8 @@ class RegionResult:
                    data["text"], RegionStatus(data["status"]), data.get("origin", "layout"), data.get("source", "ocr"),
                    data.get("reason"),
                    tuple(LineResult.from_dict(line) for line in data.get("lines", ())), data.get("figure"),
-                   tuple(Block.from_dict(block) for block in data.get("blocks", ())), data.get("text_layer_check"))
+                   tuple(Block.from_dict(block) for block in data.get("blocks", ())), data.get("text_layer_check"),
+                   bool(data.get("truncated_repetition", False)))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """`ocrserve run INPUT... --out DIR [--formats md,json,txt,pdf] [--pages 1-5] [--text-layer auto|never|verify]
-[--keep-furniture] [--schema S] [--force]`
+[--keep-furniture] [--languages detect|pol+eng] [--schema S] [--force]`
 
 The batch folder job, with no server running: it starts a private worker (and
 our engine, when it is the recogniser) on loopback with an embedded broker in
@@ -57,6 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "fast); never: always recognise; verify: recognise such a page with its layer's text "
                              "as the model's draft (faster on our engine) and flag where they differ (default: "
                              "auto, or OCRSERVE_TEXT_LAYER)")
+    parser.add_argument("--languages", default=None,
+                        help="detect (default): find each page's script and language, and read what the house model "
+                             "cannot write with Tesseract's pack for it; or Tesseract codes joined by '+', e.g. pol, "
+                             "rus+eng, chi_sim (each pack installed: tesseract --list-langs)")
     parser.add_argument("--keep-furniture", action="store_true",
                         help="keep page furniture (running headers and footers, page numbers, line numbers, margin "
                              "notes) in the Markdown and text; the JSON always has it, marked by role")
@@ -86,11 +90,12 @@ class Tally:
 
 
 def main(args: argparse.Namespace) -> int:
-    from workers.job_service import parse_formats
+    from workers.job_service import checked_languages, parse_formats
     from vision.limits import InputError
 
     try:
         formats = parse_formats(args.formats)
+        args.languages = checked_languages(getattr(args, "languages", None), Settings().tesseract_cmd)
         items = find_inputs(args.inputs)
         extraction = _load_schema(args.schema) if getattr(args, "schema", None) else None
     except (BatchInputError, InputError) as exc:   # a bad schema is an InputError too
@@ -162,7 +167,8 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
                 job = service.submit(OWNER, [Upload(item.path.name, item.path.read_bytes())], args.pages, formats,
                                      args.dpi, clamp_pages=True, extraction=extraction,
                                      text_layer=getattr(args, "text_layer", None),
-                                     keep_furniture=getattr(args, "keep_furniture", False))
+                                     keep_furniture=getattr(args, "keep_furniture", False),
+                                     languages=getattr(args, "languages", None))
             except InputError as exc:
                 tally.failed.append((str(item.path), str(exc)))
                 continue

@@ -4,7 +4,8 @@ A block the policy reads whole from the layer becomes a region of the layer's wo
 layer's line order. Otherwise the outcomes make the region: line by line, each line keeps its
 box and confidence (a table's cells become a Markdown table); read with drafts (verify), the
 region says whether the reading agrees with the layer (`text_layer_check`) and a line read
-otherwise keeps the layer's text (`layer_text`). A region whose crops could not all be read
+otherwise keeps the layer's text (`layer_text`); a line whose reading the engine's loop guard
+cut says `truncated_repetition`, and so does its region. A region whose crops could not all be read
 takes its text from the PDF text layer (`fallback`) when the page has one, else it is `failed`
 and keeps what was read. A region says `source` `text_layer` only when all its text came from
 the layer.
@@ -69,7 +70,9 @@ def region_of(work: BlockWork, words: Sequence[TextWord], width: int, height: in
     if work.by_lines:
         lines = tuple(LineResult(tuple(float(v) for v in line.bbox), outcome.text,  # type: ignore[arg-type]
                                  outcome.confidence,
-                                 draft if draft is not None and not same_text(outcome.text, draft) else None)
+                                 draft if draft is not None and not same_text(outcome.text, draft) else None,
+                                 truncated_repetition=outcome.truncated_repetition, script=outcome.script,
+                                 language=outcome.language)
                       for line, outcome, draft in zip(block.lines, outcomes, drafts) if outcome.text)
     else:
         lines = ()
@@ -78,8 +81,10 @@ def region_of(work: BlockWork, words: Sequence[TextWord], width: int, height: in
         text_of = {line: outcome.text for line, outcome in zip(block.lines, outcomes) if outcome.text}
         read_text = markdown_table([[(line.bbox, text_of[line]) for line in row if line in text_of]
                                     for row in line_rows(block.lines)])
+    looped = any(outcome.truncated_repetition for outcome in outcomes)   # a reading was cut by the loop guard
     if not failures:
-        return RegionResult(text=read_text, status=RegionStatus.OK, lines=lines, text_layer_check=check, **base)
+        return RegionResult(text=read_text, status=RegionStatus.OK, lines=lines, text_layer_check=check,
+                            truncated_repetition=looped, **base)
     what = f"{len(failures)} of {len(outcomes)} crops could not be read ({failures[0]})"
     from_layer = fallback_text(words, bbox)
     if from_layer is not None:
@@ -87,7 +92,7 @@ def region_of(work: BlockWork, words: Sequence[TextWord], width: int, height: in
         return RegionResult(text=text, status=RegionStatus.FALLBACK, lines=layer_lines, source="text_layer",
                             reason=f"{what}; text taken from the PDF text layer", **base)
     return RegionResult(text=read_text, status=RegionStatus.FAILED, lines=lines, text_layer_check=check,
-                        reason=f"{what}; the page has no text layer to fall back to", **base)
+                        truncated_repetition=looped, reason=f"{what}; the page has no text layer to fall back to", **base)
 
 
 def _region_base(block: LayoutBlock, width: int, height: int) -> dict:

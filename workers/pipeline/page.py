@@ -66,6 +66,7 @@ class PageWork:
     policy: TextLayerPolicy
     vision_num_threads: int
     figures_dir: Path | None        # where figure crops are saved; None: not saved
+    languages: str | None = None    # the job's `languages` option, sent with every crop (workers.recognizers.languages)
     layout: PageLayout | None = None
     match: LayerMatch | None = None
     blocks: list[BlockWork] = field(default_factory=list)

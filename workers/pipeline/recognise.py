@@ -21,7 +21,8 @@ class Recognise:
     timing = "recognition"
 
     def run(self, page: PageWork) -> None:
-        items = [crop for work in page.blocks for crop in work.crops if isinstance(crop, RecognitionItem)]
+        items = [crop if page.languages is None else replace(crop, languages=page.languages)
+                 for work in page.blocks for crop in work.crops if isinstance(crop, RecognitionItem)]
         try:
             read = iter(page.recognizer.recognize(items))
         except RecognizerConfigError as exc:

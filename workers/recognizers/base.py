@@ -50,6 +50,8 @@ class RecognitionItem:
     is_single_line: bool        # a text-line crop (True) or a whole region (False)
     draft: str | None = None    # text the reading is expected to be (a PDF text layer's, `text_layer="verify"`):
                                 # a recogniser may use it to read faster, never as the answer
+    languages: str | None = None   # the job's `languages` option (workers.recognizers.languages): "detect" or
+                                   # Tesseract codes such as "pol+eng"; None: the recogniser's own choice
 
     def __post_init__(self) -> None:
         assert self.task in TASK_PROMPTS, f"no recognition for task {self.task}"
@@ -60,8 +62,13 @@ class RecognitionOutcome:
     text: str | None            # None when this crop failed
     error: str | None = None    # a sentence, when text is None
     confidence: float | None = None   # 0-1 when the recogniser gives one
+    # the reading began repeating itself (the engine's loop guard stopped it): `text` is what was read
+    # before the loop, and the line or region is marked `truncated_repetition`
+    truncated_repetition: bool = False
     tokens: tuple[tuple[str, float], ...] | None = None   # (token text, log-prob) of the reply, when it gives them:
                                                           # words' confidences (workers.line_words)
+    script: str | None = None     # the writing system read (vision.scripts name), when the recogniser says
+    language: str | None = None   # the Tesseract code of the language read, when known
 
     def __post_init__(self) -> None:
         assert (self.text is None) != (self.error is None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from workers.recognizers.base import Recognizer
 from workers.recognizers.openai_compatible import OpenAIVisionRecognizer
+from workers.recognizers.routing import RoutingRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
 from workers.settings import Settings
 
@@ -23,8 +24,11 @@ class RecognizerEntry:
 
 
 RECOGNIZERS: dict[str, RecognizerEntry] = {entry.name: entry for entry in (
-    RecognizerEntry("house", "the house OCR model on our engine, one text line per crop (tables cell by cell)",
-                    OpenAIVisionRecognizer.from_settings),
+    # the house model writes Latin-1 only: other letters and scripts go to Tesseract's language packs
+    RecognizerEntry("house", "the house OCR model on our engine, one text line per crop (tables cell by cell); "
+                             "lines in other scripts and languages read by Tesseract with their language packs",
+                    lambda settings: RoutingRecognizer(OpenAIVisionRecognizer.from_settings(settings),
+                                                       settings.tesseract_cmd)),
     RecognizerEntry("openai", "a vision-language OCR model behind any OpenAI-compatible endpoint (GLM-OCR, Qwen2-VL)",
                     OpenAIVisionRecognizer.from_settings),
     RecognizerEntry("tesseract", "the Tesseract OCR program (Debian tesseract-ocr), local",

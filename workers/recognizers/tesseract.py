@@ -56,21 +56,28 @@ class TesseractRecognizer:
                 f"or set OCRSERVE_TESSERACT_LANG")
 
     def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+        """Items whose job names its `languages` are read with those packs (checked at submit),
+        the others with this recogniser's own."""
         outcomes: list[RecognitionOutcome | None] = [None] * len(items)
-        batches: list[tuple[str, list[int]]] = []
+        batches: list[tuple[str, str, list[int]]] = []
         for mode in (_LINE_MODE, _BLOCK_MODE):
-            ids = [i for i, item in enumerate(items) if (mode == _LINE_MODE) == item.is_single_line]
-            batches += [(mode, batch) for batch in _balanced_batches(ids, [items[i].image for i in ids],
-                                                                      self.num_processes)]
+            for lang in dict.fromkeys(self._lang_of(item) for item in items):
+                ids = [i for i, item in enumerate(items)
+                       if (mode == _LINE_MODE) == item.is_single_line and self._lang_of(item) == lang]
+                batches += [(mode, lang, batch) for batch in _balanced_batches(ids, [items[i].image for i in ids],
+                                                                                self.num_processes)]
         with ThreadPoolExecutor(max_workers=self.num_processes) as pool:
-            for (mode, ids), texts in zip(batches, pool.map(lambda b: self._run(b[0], [items[i] for i in b[1]]),
-                                                            batches)):
+            for (mode, lang, ids), texts in zip(batches, pool.map(
+                    lambda b: self._run(b[0], [items[i] for i in b[2]], b[1]), batches)):
                 for i, outcome in zip(ids, texts):
                     outcomes[i] = outcome
         assert all(outcome is not None for outcome in outcomes)
         return outcomes  # type: ignore[return-value]
 
-    def _run(self, mode: str, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+    def _lang_of(self, item: RecognitionItem) -> str:
+        return item.languages if item.languages and item.languages != "detect" else self.lang
+
+    def _run(self, mode: str, items: list[RecognitionItem], lang: str) -> list[RecognitionOutcome]:
         with tempfile.TemporaryDirectory(prefix="ocrserve-tess-") as tmp:
             paths = []
             for i, item in enumerate(items):
@@ -79,7 +86,7 @@ class TesseractRecognizer:
                 paths.append(str(path))
             list_file = Path(tmp) / "images.txt"
             list_file.write_text("\n".join(paths) + "\n")
-            command = [self.command, str(list_file), "stdout", "--psm", mode, "-l", self.lang,
+            command = [self.command, str(list_file), "stdout", "--psm", mode, "-l", lang,
                        "-c", f"page_separator={PAGE_SEPARATOR}"]
             # One thread per run: the runs themselves go in parallel.
             env = {**os.environ, "OMP_THREAD_LIMIT": "1"}

@@ -1,0 +1,129 @@
+"""The routing recogniser on typeset lines in several scripts, with the real Tesseract and its packs.
+
+The house model's side is replayed: `HouseReadings` answers with what the house model reads on
+such lines (measured on the multilingual set: Polish without its accents at ~0.97 confidence,
+Greek and Cyrillic as Latin-looking nonsense at ~0.3-0.7, a `<unk>` only in its token log), so
+each test is about the routing and Tesseract's reading, not the engine. The whole stack, house
+model included, is tested end to end in tests/app/test_app_cli_languages.py.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from vision.layout import RecognitionTask
+from workers.recognizers.base import RecognitionItem, RecognitionOutcome
+from workers.recognizers.languages import installed_languages
+from workers.recognizers.routing import UNREADABLE, RoutingRecognizer
+
+pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs Tesseract (scripts/setup.sh)")
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def _line(text: str) -> Image.Image:
+    font = ImageFont.truetype(FONT, 30)
+    width = int(font.getlength(text)) + 24
+    image = Image.new("RGB", (width, 48), "white")
+    ImageDraw.Draw(image).text((12, 6), text, fill="black", font=font)
+    return image
+
+
+class HouseReadings:
+    """Stands in for the house model: answers each crop with a given (text, confidence, tokens)."""
+    name = "house"
+    reads_single_lines = True
+    softens_noisy_lines = True
+
+    def __init__(self, readings: list[tuple[str, float]] | list[RecognitionOutcome]):
+        self.readings = [r if isinstance(r, RecognitionOutcome) else RecognitionOutcome(r[0], confidence=r[1])
+                         for r in readings]
+        self.calls = 0
+
+    def recognize(self, items):
+        self.calls += 1
+        assert len(items) == len(self.readings)
+        return list(self.readings)
+
+    def check(self):
+        pass
+
+
+def _read(lines: list[str], house: list, languages: str = "detect") -> list[RecognitionOutcome]:
+    items = [RecognitionItem(_line(text), RecognitionTask.TEXT, is_single_line=True, languages=languages)
+             for text in lines]
+    return RoutingRecognizer(HouseReadings(house)).recognize(items)
+
+
+def _needs(*packs: str) -> None:
+    missing = [pack for pack in packs if pack not in installed_languages()]
+    if missing:
+        pytest.skip(f"needs Tesseract packs {missing} (scripts/setup.sh installs them)")
+
+
+def test_an_english_page_keeps_the_house_reading():
+    lines = ["The pumps at the north station were serviced.", "Two valves of the system were replaced."]
+    read = _read(lines, [(line, 0.98) for line in lines])
+    assert [o.text for o in read] == lines
+    assert {(o.script, o.language) for o in read} == {("Latin", "eng")}
+
+
+def test_a_polish_page_gets_its_accents_from_the_polish_pack():
+    _needs("pol")
+    lines = ["Zażółć gęślą jaźń i to jest dla nas", "Wolne i darmowe pakiety są na serwerze",
+             "Dzięki temu można działać w domu"]
+    house = [("Zazolc gesla jazn i to jest dla nas", 0.97), ("Wolne i darmowe pakiety sa na serwerze", 0.98),
+             ("Dzieki temu mozna dzialac w domu", 0.97)]
+    read = _read(lines, house)
+    assert all(o.language == "pol" and o.script == "Latin" for o in read)
+    joined = " ".join(o.text for o in read)
+    for word in ("gęślą", "są", "Dzięki", "można", "działać"):
+        assert word in joined, joined
+
+
+@pytest.mark.parametrize("script, pack, lines", [
+    ("Greek", "ell", ["Ένα άλλο πρόβλημα που διαπιστώσαμε", "είναι ότι όλοι οι παραπάνω συνδυασμοί",
+                      "δυσκολεύει την πληκτρολόγηση"]),
+    ("Cyrillic", "rus", ["Съешь же ещё этих мягких булок", "да выпей же чаю и отдохни",
+                         "программа для создания пакетов"]),
+])
+def test_a_page_in_another_script_is_identified_and_read_with_its_pack(script, pack, lines):
+    _needs(pack)
+    house = [("Entions &ev €X0v apK8T} &v€Xïü n.X.", 0.42), ("oµa µe to betababel package aXX&", 0.33),
+             ("nOv 8lantlQTóG@aµE &ival ótl", 0.55)]
+    read = _read(lines, house)
+    assert [o.script for o in read] == [script] * 3
+    assert {o.language for o in read} == {pack}
+    words = {word for line in lines for word in line.split()}
+    found = {word for o in read for word in o.text.split()}
+    assert len(words & found) >= 0.7 * len(words), [o.text for o in read]
+
+
+def test_named_languages_skip_detection():
+    _needs("rus")
+    lines = ["Съешь же ещё этих мягких булок"]
+    read = _read(lines, [("Cbemb xe ewé", 0.99)], languages="rus")   # confident nonsense: still re-read
+    assert read[0].script == "Cyrillic" and read[0].language == "rus"
+    assert "мягких" in read[0].text
+
+
+def test_a_house_unk_is_never_silent():
+    """The engine drops `<unk>` from the text; the line says where it was, and that it is unsure."""
+    tokens = tuple((char, -0.01) for char in "caf") + (("<unk>", -2.0),) + (("</s>", -0.01),)
+    house = [RecognitionOutcome("caf", confidence=0.6, tokens=tokens)]
+    read = RoutingRecognizer(HouseReadings(house), tesseract_cmd="/nonexistent/tesseract").recognize(
+        [RecognitionItem(_line("café"), RecognitionTask.TEXT, is_single_line=True, languages="detect")])
+    assert "<unk>" not in read[0].text and read[0].text == "caf" + UNREADABLE
+    assert read[0].confidence is not None and read[0].confidence <= 0.2
+
+
+def test_a_script_no_pack_reads_is_marked_not_guessed():
+    """Hebrew (no `heb` pack installed here): no invented Latin text, a low confidence."""
+    if "heb" in installed_languages():
+        pytest.skip("the Hebrew pack is installed: Hebrew is readable here")
+    lines = ["שלום עולם וכל יושביו", "זהו טקסט בעברית לבדיקה"]
+    read = _read(lines, [("nif) ndiy ywr", 0.31), ("ipr3y2 vov1 1n1", 0.28)])
+    assert all(o.text == UNREADABLE and o.confidence == 0.0 for o in read), read
+    assert not any(math.isnan(o.confidence) for o in read)

@@ -1,0 +1,150 @@
+"""The house model for what it can write, Tesseract with the right language pack for the rest.
+
+The house model writes Latin-1 only (`languages.house_writes`); it reads a Polish 'ą' as 'a' with
+full confidence and Greek or Cyrillic as Latin-looking nonsense. So every page's crops go to the
+house model first, and the page then decides, from that reading:
+
+| the page                                        | found by                                   | read by |
+|-------------------------------------------------|--------------------------------------------|---------|
+| `languages` names Tesseract packs               | the job                                    | both, merged |
+| house reading confident, language of Latin-1    | median confidence, `guess_latin_language`  | house |
+| house reading confident, other Latin language   | the same (Polish, Czech, Vietnamese...)    | both, merged, that pack |
+| house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
+| another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
+
+Merged, per line: Tesseract's reading where it holds letters the house model cannot write; else
+the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
+a Russian page); else Tesseract's. A line nobody reads is `UNREADABLE` with confidence 0 and its
+script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
+from the text; its token log keeps it) becomes U+FFFD with the line's confidence capped at
+`UNKNOWN_CONFIDENCE`. Every outcome says its `script` (from its text, else the page's) and its
+`language` where known.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from vision.layout import RecognitionTask
+from vision.scripts import script_of_text
+from workers.recognizers.base import RecognitionItem, RecognitionOutcome, Recognizer
+from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, guess_latin_language, house_writes,
+                                           installed_languages, latin_language_evidence, packs_for_script)
+from workers.recognizers.script_id import identify_script
+from workers.recognizers.tesseract import TesseractRecognizer
+
+HARD_PAGE_CONFIDENCE = 0.85    # a page whose median line confidence is below this gets its script identified
+KEEP_HOUSE_CONFIDENCE = 0.8    # a Latin-1 line the house model read this confidently keeps its reading
+# a page read confidently whose words are less than this share a language's frequent words gets its
+# script identified too: the house model reads Cyrillic as Latin-looking words at 0.9 and more
+MIN_LANGUAGE_WORD_SHARE = 0.08
+UNKNOWN_CONFIDENCE = 0.2       # a line with a character the house model could not name
+UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
+UNK = "<unk>"
+
+
+class RoutingRecognizer:
+    def __init__(self, primary: Recognizer, tesseract_cmd: str = "tesseract", num_processes: int = 2):
+        self.primary = primary
+        self.tesseract_cmd = tesseract_cmd
+        self.num_processes = num_processes
+        self.name = primary.name
+        self.reads_single_lines = primary.reads_single_lines
+        self.softens_noisy_lines = primary.softens_noisy_lines
+
+    def check(self) -> None:
+        self.primary.check()   # Tesseract is optional: without it pages in other scripts are marked unreadable
+
+    def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
+        """One page's crops in one call (the recognise stage's), so a page is judged as a whole;
+        crops sent with different `languages` are judged apart."""
+        outcomes: list[RecognitionOutcome | None] = [None] * len(items)
+        groups: dict[str, list[int]] = {}
+        for i, item in enumerate(items):
+            groups.setdefault(item.languages or DETECT, []).append(i)
+        for languages, ids in groups.items():
+            for i, outcome in zip(ids, self._recognize_page([items[i] for i in ids], languages)):
+                outcomes[i] = outcome
+        assert all(outcome is not None for outcome in outcomes)
+        return outcomes  # type: ignore[return-value]
+
+    def _recognize_page(self, items: list[RecognitionItem], languages: str) -> list[RecognitionOutcome]:
+        house = [_unknowns_marked(outcome) for outcome in self.primary.recognize(items)]
+        installed = installed_languages(self.tesseract_cmd)
+        if languages != DETECT:
+            codes = languages.split("+")
+            script = script_of_text(" ".join(outcome.text or "" for outcome in house)) or "Latin"
+            if set(codes) <= HOUSE_LANGUAGES:
+                return [_labelled(outcome, script, codes[0]) for outcome in house]
+            return self._merged(items, house, languages, None, codes[0])
+        confidences = [o.confidence for o in house if o.ok and o.confidence is not None and o.text]
+        page_text = " ".join(outcome.text or "" for outcome in house)
+        _, word_share = latin_language_evidence(page_text, installed | HOUSE_LANGUAGES)
+        well_read = confidences and statistics.median(confidences) >= HARD_PAGE_CONFIDENCE
+        if not installed or not confidences or (well_read and word_share >= MIN_LANGUAGE_WORD_SHARE):
+            return self._latin_page(items, house, installed)
+        hard = [item.image for item, outcome in zip(items, house)
+                if item.is_single_line and (not outcome.ok or (outcome.confidence or 0) < KEEP_HOUSE_CONFIDENCE)]
+        guess = identify_script(hard or [item.image for item in items], installed, self.tesseract_cmd,
+                                self.num_processes)
+        if guess.script == "Latin" or (guess.script is None and guess.pack is not None):
+            return self._latin_page(items, house, installed)
+        packs = packs_for_script(guess.script, installed) if guess.script else None
+        if packs is None:
+            return [_labelled(outcome, guess.script, None) if outcome.ok and
+                    (outcome.confidence or 0) >= KEEP_HOUSE_CONFIDENCE and outcome.text
+                    else _unreadable(outcome, guess.script) for outcome in house]
+        return self._merged(items, house, packs, guess.script, packs.split("+")[0])
+
+    def _latin_page(self, items: list[RecognitionItem], house: list[RecognitionOutcome],
+                    installed: frozenset[str]) -> list[RecognitionOutcome]:
+        """A page of Latin script: the house model's reading, unless its words are of a language
+        whose letters the house model cannot write and whose pack is here."""
+        language = guess_latin_language(" ".join(outcome.text or "" for outcome in house), installed | HOUSE_LANGUAGES)
+        if language is None or language in HOUSE_LANGUAGES or language not in installed:
+            return [_labelled(outcome, "Latin", language) for outcome in house]
+        return self._merged(items, house, language, "Latin", language)
+
+    def _merged(self, items: list[RecognitionItem], house: list[RecognitionOutcome], packs: str,
+                script: str | None, language: str) -> list[RecognitionOutcome]:
+        """Each line from Tesseract (`packs`) or the house model, by the rule in the module docstring."""
+        tesseract = TesseractRecognizer(self.tesseract_cmd, packs, self.num_processes)
+        # formulas stay with the house model: Tesseract has no LaTeX to write them in
+        ids = [i for i, item in enumerate(items) if item.task is not RecognitionTask.FORMULA]
+        read = dict(zip(ids, tesseract.recognize([items[i] for i in ids]))) if ids else {}
+        merged = []
+        for i, own in enumerate(house):
+            other = read.get(i)
+            if other is not None and other.ok and other.text and not house_writes(other.text):
+                chosen = other
+            elif own.ok and own.text and (own.confidence or 0) >= KEEP_HOUSE_CONFIDENCE:
+                chosen = own
+            elif other is not None and other.ok and other.text:
+                chosen = other
+            else:
+                chosen = own if own.ok and own.text else _unreadable(own, script)
+            line_script = script_of_text(chosen.text or "") or script
+            merged.append(_labelled(chosen, line_script, language if line_script == (script or line_script) else None))
+        return merged
+
+
+def _unknowns_marked(outcome: RecognitionOutcome) -> RecognitionOutcome:
+    """The house model's reading with each `<unk>` it wrote as U+FFFD (the engine leaves special
+    tokens out of the text; the token log, one token per character, still has them)."""
+    if not outcome.ok or not outcome.tokens or not any(token == UNK for token, _ in outcome.tokens):
+        return outcome
+    spelled = "".join(UNREADABLE if token == UNK else token for token, _ in outcome.tokens
+                      if token == UNK or not (token.startswith("<") and token.endswith(">")))
+    confidence = min(outcome.confidence if outcome.confidence is not None else 1.0, UNKNOWN_CONFIDENCE)
+    return replace(outcome, text=spelled.strip(), confidence=confidence)
+
+
+def _unreadable(outcome: RecognitionOutcome, script: str | None) -> RecognitionOutcome:
+    """A line no recogniser here reads: said so, not guessed at. A crop that failed stays failed."""
+    if not outcome.ok:
+        return replace(outcome, script=script)
+    return RecognitionOutcome(UNREADABLE, confidence=0.0, script=script)
+
+
+def _labelled(outcome: RecognitionOutcome, script: str | None, language: str | None) -> RecognitionOutcome:
+    return replace(outcome, script=script_of_text(outcome.text or "") or script, language=language)
