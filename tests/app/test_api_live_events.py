@@ -119,6 +119,10 @@ def test_waiting_streams_hold_no_store_connection_are_capped_per_key_and_see_new
             assert other.status_code == 200   # the cap is per key
         events = _dispatched(first.iter_sse())
         assert json.loads(next(events).data)["type"] == "job.queued"
+        started = time.monotonic()
+        lines = second.response.iter_lines()
+        assert next(line for line in lines if line.startswith(":")) == ": keep-alive"   # a quiet stream says so
+        assert time.monotonic() - started < 5
         samples = []
         for _ in range(6):   # streams poll every second; a read takes milliseconds
             samples.append(_store_handles(services.api.process.pid))
