@@ -160,14 +160,15 @@ export class UploadPanel {
     const pages = byId("option-pages").value.trim();
     const dpi = byId("option-dpi").value.trim();
     const formats = [...this.form.querySelectorAll("input[name=formats]:checked")].map((input) => input.value);
-    return { pages, dpi, formats, schema: byId("option-schema").value, textLayer: byId("option-text-layer").value };
+    return { pages, dpi, formats, schema: byId("option-schema").value, textLayer: byId("option-text-layer").value,
+             languages: byId("option-languages").value.trim() };
   }
 
   async submit() {
     const api = this.getApi();
     if (!this.files.length || !api) return;
     const session = this.session;
-    const { pages, dpi, formats, schema, textLayer } = this.options();
+    const { pages, dpi, formats, schema, textLayer, languages } = this.options();
     const oneJob = byId("option-one-job").checked;
     const batches = oneJob ? [this.files] : this.files.map((file) => [file]);
     this.submitButton.disabled = true;
@@ -184,6 +185,7 @@ export class UploadPanel {
       if (pages) form.append("pages", pages);
       if (dpi) form.append("dpi", dpi);
       if (textLayer) form.append("text_layer", textLayer);
+      if (languages) form.append("languages", languages);
       form.append("formats", formats.join(","));
       if (schema) form.append("schema", schema);
       try {
