@@ -6,10 +6,10 @@
 | `ctc`          | from where a CTC recogniser puts the word's characters on the line's image when forced to read the final text (`vision.ctc_align`): its first and last characters' centres, widened by half their widths |
 | `interpolated` | the line's box shared out by the characters' widths (Helvetica's advances; a wide East Asian character one em): where the word would stand were the line set in that face |
 
-A recognised line of two words or more is aligned when the page image is at hand (the
-pipeline's words stage) and the line runs left to right; a vertical line, an alignment that
-cannot be made, and a result exported without its page image fall back to interpolation (a
-line of one word is its word's box).
+A recognised line of two words or more is aligned where the pipeline aligns words
+(`Settings.word_alignment`: it costs a recogniser pass per line) and the line runs left to right;
+any other line is interpolated, as is a result exported without its page image (a line of one
+word is its word's box).
 
 A word's confidence comes from the recogniser's token log-probabilities over its characters
 (`tokens`: exp of their mean, as the line's is over all tokens) where the reply carried them

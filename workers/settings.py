@@ -136,8 +136,9 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(2, ge=1)
     vision_num_threads: int = Field(2, ge=1)
     # Recognised lines' word boxes aligned on the line image (vision/ctc_align.py: one PP-OCRv4 recogniser pass
-    # per line of two words or more); off, they are interpolated by character widths (cheaper, rougher).
-    word_alignment: bool = True
+    # per line of two words or more, ~1.7x the house encoder's CPU per line); off (the default), they are
+    # interpolated by character widths: no cost, about twice the error at word edges on justified text.
+    word_alignment: bool = False
     page_max_retries: int = Field(3, ge=0, le=10)
     page_retry_backoff_s: int = Field(2, ge=1)
     page_time_limit_s: int = Field(600, ge=5)

@@ -12,7 +12,8 @@ we did not write:
   into the repository: schema validation is left to a deployment that can fetch it.
 
 A born-digital job (text layer `auto`) shows the layer's own word boxes; the same page
-recognised (`never`) shows aligned ones (`ctc`), measured against where the PDF put each word.
+recognised (`never`, with `word_alignment`) shows aligned ones (`ctc`), measured against where the
+PDF put each word.
 """
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def furnished_pdf() -> bytes:
     return doc.tobytes()
 
 
-def _job(tmp_path: Path, uploads: list[Upload], text_layer: str) -> tuple[dict, Path]:
-    settings = Settings(data_dir=tmp_path, recognizer="tesseract", render_dpi=DPI, vision_num_threads=1)
+def _job(tmp_path: Path, uploads: list[Upload], text_layer: str, **options) -> tuple[dict, Path]:
+    settings = Settings(data_dir=tmp_path, recognizer="tesseract", render_dpi=DPI, vision_num_threads=1, **options)
     service = JobService(settings)
     job = service.submit("tester", uploads, formats="json,hocr,alto", text_layer=text_layer)
     runner = JobRunner(settings, TesseractRecognizer())
@@ -81,7 +82,8 @@ def layer_job(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def recognised_job(tmp_path_factory):
-    return _job(tmp_path_factory.mktemp("recognised"), [Upload("columns.pdf", samples.two_column_pdf())], "never")
+    return _job(tmp_path_factory.mktemp("recognised"), [Upload("columns.pdf", samples.two_column_pdf())], "never",
+                word_alignment=True)
 
 
 def _lines(result: dict, document: int, page: int) -> list[dict]:

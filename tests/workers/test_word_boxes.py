@@ -1,7 +1,7 @@
 """Word boxes of recognised lines on a page set like a book (Times, justified: spaces stretched
 line by line), recognised by real Tesseract through the page pipeline and measured against where
-the PDF put each word: the boxes aligned on the line image (`ctc`) against the ones spread by
-character widths (`interpolated`, what a line gets without its image)."""
+the PDF put each word: the boxes aligned on the line image (`ctc`, `Settings.word_alignment`)
+against the ones spread by character widths (`interpolated`, the default)."""
 from __future__ import annotations
 
 import statistics
@@ -33,7 +33,7 @@ def test_aligned_word_boxes_are_nearer_the_printed_words_than_interpolated_ones(
     with pymupdf.open(stream=pdf, filetype="pdf") as doc:
         printed = [(w[4], tuple(v * DPI / 72 for v in w[:4])) for w in doc[0].get_text("words")]
     document = Document.open(pdf, "page")
-    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1).process(
+    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1, word_alignment=True).process(
         document, document.render_page(0, DPI), 0, text_layer="never")
     errors: dict[str, list[float]] = {"ctc": [], "interpolated": []}
     for line in (line for region in result.regions for line in region.lines if len(line.text.split()) > 1):
@@ -51,9 +51,9 @@ def test_aligned_word_boxes_are_nearer_the_printed_words_than_interpolated_ones(
     assert statistics.mean(errors["ctc"]) < 0.12 and max(errors["ctc"]) < 0.3, sorted(errors["ctc"])[-5:]
 
 
-def test_a_pipeline_without_word_alignment_interpolates():
+def test_by_default_recognised_words_are_interpolated():
     document = Document.open(_justified_pdf(), "page")
-    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1, word_alignment=False).process(
+    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1).process(
         document, document.render_page(0, DPI), 0, text_layer="never")
     assert {word.box_source for region in result.regions for line in region.lines for word in line.words} == \
         {"interpolated"}

@@ -4,9 +4,9 @@ Runs right after assemble, while each recognised line can still be found among i
 outcomes (by box and text) for the reply's token log-probs. The page's text layer is read
 once, and only on a page where some text may be the layer's: its layer was usable (auto,
 verify) or a region fell back to it; then a line its words spell keeps their boxes. Any other
-line is aligned on the rendered page (`vision.ctc_align`, one recogniser pass per line), unless
-the pipeline was made without alignment (`Settings.word_alignment`), when it is interpolated. The
-aligner's session is made on first use, so a pipeline that never reads a line never loads it.
+line is interpolated, or, in a pipeline made with alignment (`Settings.word_alignment`), aligned
+on the rendered page (`vision.ctc_align`: one recogniser pass per line, ~1.7x the house model's
+encoder, so it is asked for, not the default). The aligner's session is made on first use.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Words:
     name = "words"
     timing = "words"
 
-    def __init__(self, align: bool = True) -> None:
+    def __init__(self, align: bool = False) -> None:
         self.align = align
         self._aligners: dict[int, LineAligner] = {}
 
