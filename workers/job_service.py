@@ -2,7 +2,9 @@
 results, cancel. Everything a user sends is checked here, once, before any
 heavy work: options, byte cap, file type from magic bytes, encryption, damage,
 page count, page selection (`vision.Document.open` does the document checks
-without rendering a page). A refused upload raises an `InputError` whose
+without rendering a page). Office, HTML and EPUB documents are converted to
+PDF first (`vision.office`, under its time and size budget), and that PDF is
+what the job reads. A refused upload raises an `InputError` whose
 message can be shown to the user as it is; nothing is stored for it.
 
 Tasks are sent by name, so this module never loads the pipeline.
