@@ -11,6 +11,7 @@ A figure with no text is a picture.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,9 @@ from workers.page_result import WordResult
 
 IntBox = tuple[int, int, int, int]
 _TABLE_RULE = frozenset("|-: ")
+# Characters XML 1.0 cannot carry at all (C0 controls but tab and newlines, lone surrogates, U+FFFE/U+FFFF):
+# a recogniser's stray control character must not make the whole file unreadable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,8 @@ def _whole_lines(region: dict[str, Any]) -> list[dict[str, Any]]:
 def _line(line: dict[str, Any], width: int, height: int) -> ExportLine:
     stored = [WordResult.from_dict(word) for word in line.get("words") or ()]
     words = stored or interpolated_words(tuple(line["bbox"]), line["text"], line.get("confidence"))  # type: ignore[arg-type]
-    exported = tuple(ExportWord(_int_box(word.bbox, width, height), word.text, word.confidence, word.box_source)
-                     for word in words)
+    exported = tuple(ExportWord(_int_box(word.bbox, width, height), _NOT_XML.sub("\ufffd", word.text),
+                                word.confidence, word.box_source) for word in words)
     # The line's box stays the detected one even where a text layer's word boxes (the font's ascent and
     # descent) stand out of it: unions of those overlap the next line's.
     return ExportLine(_int_box(line["bbox"], width, height), exported)

@@ -275,3 +275,18 @@ def test_a_result_stored_before_words_and_a_region_read_whole_still_export(layer
     root = ET.parse(tmp_path / "older.alto").getroot()
     last_page = root.findall(f"{ALTO}Layout/{ALTO}Page")[-1]
     assert {s.get("TAGREFS") for s in last_page.iter(f"{ALTO}String")} == {"box_interpolated"}
+
+
+def test_a_control_character_in_a_reading_does_not_break_the_files(layer_job, tmp_path):
+    from workers.export_alto import render_alto
+    from workers.export_hocr import render_hocr
+
+    result = json.loads(json.dumps(layer_job[0]))
+    word = result["documents"][0]["pages"][0]["regions"][0]["lines"][0]["words"][0]
+    word["text"] = "Nor\x0cth\x00wind"
+    (tmp_path / "odd.hocr").write_text(render_hocr(result))
+    checked = subprocess.run([BIN / "hocr-spec", tmp_path / "odd.hocr"], capture_output=True, text=True)
+    assert checked.returncode == 0 and "[ERROR]" not in checked.stdout, checked.stdout
+    (tmp_path / "odd.alto").write_text(render_alto(result))
+    contents = [s.get("CONTENT") for s in ET.parse(tmp_path / "odd.alto").getroot().iter(f"{ALTO}String")]
+    assert "Nor\ufffdth\ufffdwind" in contents
