@@ -39,6 +39,8 @@ def test_a_bad_upload_is_refused_with_a_clear_reason(client, name, data, status,
     ({"colour": "red"}, "invalid_option", "unknown option 'colour'"),
     ({"text_layer": "garbage"}, "invalid_option", "unknown text_layer 'garbage'; choose auto"),
     ({"keep_furniture": "maybe"}, "invalid_option", "keep_furniture must be true or false"),
+    ({"languages": "klingon"}, "invalid_option", "'klingon' is not a Tesseract language code"),
+    ({"languages": "eng+xyz"}, "invalid_option", "no language pack for xyz on this server"),
 ])
 def test_a_bad_option_is_refused(client, fields, code, words):
     answer = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(2))),
@@ -74,3 +76,13 @@ def test_the_service_keeps_working_after_bad_inputs(client):
     job = wait_for_job(client, answer.json()["id"])
     assert job["state"] == "done"
     assert samples.page_sentence(0) in client.get(f"/v1/jobs/{job['id']}/result?format=txt", headers=auth()).text
+
+
+def test_a_job_says_the_languages_it_was_read_in(client):
+    """The option as the job keeps it: named packs normalised, detect by default."""
+    named = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(1))),
+                        data={"languages": " ENG, eng "})
+    assert named.status_code == 202, named.text
+    assert named.json()["languages"] == "eng"
+    default = client.post("/v1/jobs", headers=auth(), files=upload(("report.pdf", samples.multi_page_pdf(1))))
+    assert default.json()["languages"] == "detect"
