@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     engine_timeout_s: float = Field(120.0, gt=0)
     engine_connect_timeout_s: float = Field(5.0, gt=0)
     recognizer_max_concurrency: int = Field(48, ge=1)   # a page's lines in flight at once, so the engine batches them
+    # The engine's loop guard on OCR requests (engine/loop_guard.py): a reading that repeats itself past
+    # its limits is stopped and its line marked `truncated_repetition`. Other servers ignore the field.
+    loop_guard: bool = True
     tesseract_cmd: str = "tesseract"
     tesseract_lang: str = "eng"
     # A job's text-layer mode unless it names one: `auto` takes a born-digital PDF page's own text

@@ -16,6 +16,13 @@ batch requests of many lines each instead of one HTTP request per crop
 format). Greedy first; a reply cut off by the token limit (the
 usual sign of a repetition loop) is asked again once at a higher temperature.
 
+OCR requests carry `loop_guard` (`Settings.loop_guard`, on by default; our engine's
+extension, engine/loop_guard.py; vLLM and SGLang ignore a field they do not know): the
+engine stops a reading that repeats one n-gram through half its token budget, with finish
+reason "repetition". Such a reply is asked again warmer like one cut by the limit; if the
+warmer reading loops too (or runs to the limit), the first looping reading is kept without
+its loop (`repetition.cut_repetition`) and its outcome says `truncated_repetition`.
+
 A crop with a `draft` (a PDF text layer's text, `text_layer="verify"`) sends it
 as `draft_text`, our engine's extension: the engine drafts it and verifies it
 token by token, so the reply is the model's own reading, only sooner when the
@@ -49,6 +56,7 @@ import asyncio
 import base64
 import io
 import ipaddress
+import itertools
 import math
 import secrets
 from typing import Any
@@ -61,6 +69,7 @@ from vision.layout import RecognitionTask
 from workers.chat_batch import run_batches, supports_batch
 from workers.recognizers.base import (TASK_PROMPTS, RecognitionItem, RecognitionOutcome, RecognizerConfigError,
                                       RecognizerUnavailableError)
+from workers.recognizers.repetition import REPETITION_FINISH_REASON, cut_repetition, loop_guard_option
 from workers.settings import Settings
 from workers.tenant import SECRET_BYTES, current_tenant, tenant_secret
 
@@ -73,8 +82,12 @@ _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "mode
 class OpenAIVisionRecognizer:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
                  connect_timeout_s: float = 5.0, max_concurrency: int = 16, reads_single_lines: bool = False,
-                 name: str = "openai", tenant_secret: bytes | None = None):
+                 name: str = "openai", tenant_secret: bytes | None = None,
+                 loop_guard: bool | dict[str, int] = True):
         self.name = name
+        # True: the guard with limits for each task (repetition.loop_guard_option); a dict: those limits
+        # on every request (tests, a model with another tokenizer); False: no guard
+        self.loop_guard = loop_guard
         # keys the owners' tenants (workers.tenant); none given: one of this recogniser's own, so owners
         # stay apart, though its tenants are not the other workers'
         self.tenant_secret = tenant_secret or secrets.token_bytes(SECRET_BYTES)
@@ -95,7 +108,8 @@ class OpenAIVisionRecognizer:
         house = settings.recognizer == "house"
         return cls(settings.engine_base_url, settings.recognizer_model, settings.engine_api_key,
                    settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency,
-                   reads_single_lines=house, name=settings.recognizer, tenant_secret=tenant_secret(settings))
+                   reads_single_lines=house, name=settings.recognizer, tenant_secret=tenant_secret(settings),
+                   loop_guard=settings.loop_guard)
 
     def check(self) -> None:
         """Send one tiny image: a text-only model is refused here, before any document is touched."""
@@ -143,6 +157,9 @@ class OpenAIVisionRecognizer:
             body["user"] = tenant
         if item.draft is not None:
             body["draft_text"] = item.draft[:MAX_DRAFT_CHARS]
+        if self.loop_guard:
+            body["loop_guard"] = (dict(self.loop_guard) if isinstance(self.loop_guard, dict)
+                                  else loop_guard_option(MAX_TOKENS[item.task]))
         return body
 
     async def _recognize_batched(self, client: httpx.AsyncClient,
@@ -151,6 +168,7 @@ class OpenAIVisionRecognizer:
         without an answer, greedy first, then the ones cut off by the token limit warmer."""
         urls = [data_url(item.image, self.image_format) for item in items]
         outcomes: dict[int, RecognitionOutcome] = {}
+        looped: dict[int, RecognitionOutcome] = {}   # the first reading the loop guard stopped, per crop
         errors: list[Exception] = []
         pending = list(range(len(items)))
         for temperature in TEMPERATURE_LADDER:
@@ -165,7 +183,7 @@ class OpenAIVisionRecognizer:
                         outcomes[i] = self._refusal_of(status, *_error_of(body))
                     except (RecognizerConfigError, RecognizerUnavailableError) as exc:
                         errors.append(exc)
-                elif body["choices"][0].get("finish_reason") == "length":
+                elif self._asks_again(body["choices"][0], looped, i):
                     pending.append(i)
                 else:
                     outcomes[i] = self._outcome(body["choices"][0])
@@ -178,14 +196,30 @@ class OpenAIVisionRecognizer:
         limit = {i: RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[items[i].task]}-token limit at every "
                                              f"temperature tried (a repetition loop)") for i in pending}
         missing = RecognitionOutcome(None, f"the recogniser at {self.base_url} sent no answer for this crop")
-        return [outcomes.get(i) or limit.get(i) or missing for i in range(len(items))]
+        return [outcomes.get(i) or looped.get(i) or limit.get(i) or missing for i in range(len(items))]
 
-    def _outcome(self, choice: dict[str, Any]) -> RecognitionOutcome:
-        return RecognitionOutcome((choice["message"].get("content") or "").strip(),
-                                  confidence=_confidence(choice.get("logprobs")), tokens=_tokens(choice.get("logprobs")))
+    def _asks_again(self, choice: dict[str, Any], looped: dict, key) -> bool:
+        """Whether a reply goes up the temperature ladder: cut by the token limit or stopped by the
+        loop guard (the first such reading is kept in `looped[key]`, for when no rung does better)."""
+        reason = choice.get("finish_reason")
+        if reason == REPETITION_FINISH_REASON and key not in looped:
+            looped[key] = self._outcome(choice, truncated=True)
+        return reason in ("length", REPETITION_FINISH_REASON)
+
+    def _outcome(self, choice: dict[str, Any], truncated: bool = False) -> RecognitionOutcome:
+        text = choice["message"].get("content") or ""
+        tokens = _tokens(choice.get("logprobs"))
+        if truncated:   # what was read before the loop, and the tokens that spell it
+            text = cut_repetition(text)
+            if tokens is not None:
+                ends = itertools.accumulate(len(token) for token, _ in tokens)
+                tokens = tuple(token for token, end in zip(tokens, ends) if end <= len(text)) or None
+        return RecognitionOutcome(text.strip(), confidence=_confidence(choice.get("logprobs")), tokens=tokens,
+                                  truncated_repetition=truncated)
 
     async def _recognize_one(self, client: httpx.AsyncClient, item: RecognitionItem) -> RecognitionOutcome:
         url = data_url(item.image, self.image_format)
+        looped: dict[int, RecognitionOutcome] = {}
         for temperature in TEMPERATURE_LADDER:
             body = self._chat_body(item, url, temperature)
             try:
@@ -196,8 +230,10 @@ class OpenAIVisionRecognizer:
             if response.status_code != 200:
                 return self._refusal(response)
             choice = response.json()["choices"][0]
-            if choice.get("finish_reason") != "length":
+            if not self._asks_again(choice, looped, 0):
                 return self._outcome(choice)
+        if looped:
+            return looped[0]
         return RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[item.task]}-token limit at every "
                                         f"temperature tried (a repetition loop)")
 
