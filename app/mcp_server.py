@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from app.mcp_tool_args import (TOOL_ARGS, TOOL_DESCRIPTIONS, ExtractArgs, GetJobArgs, GetResultArgs, OcrFileArgs,
                                OcrUrlArgs)
-from app.mcp_tools import McpJobs, ServiceUnavailableError
+from app.mcp_tools import McpJobs, RisingProgress, ServiceUnavailableError
 from vision.limits import InputError
 from workers.job_model import JobRecord, JobState
 from workers.job_service import QueueUnavailableError
@@ -126,24 +126,21 @@ async def _run_tool(jobs: McpJobs, owner: str, args: Any, ctx: ServerRequestCont
                                     structured_content=view)
     if isinstance(args, GetResultArgs):
         text = await anyio.to_thread.run_sync(jobs.result_text, owner, args.job_id, args.format)
-        return types.CallToolResult(content=[_text(_slice(text, args.offset, args.max_chars))])
+        return types.CallToolResult(content=[_text(_slice(text, args.offset, args.max_chars, args.job_id))])
     assert isinstance(args, (OcrFileArgs, OcrUrlArgs, ExtractArgs))
-    if isinstance(args, OcrUrlArgs):
-        source: dict[str, Any] = {"url": args.url}
-    else:
-        source = {"path": args.path, "content_base64": args.content_base64, "filename": args.filename,
-                  "offered": ("path", "content_base64", "url") if isinstance(args, ExtractArgs) else
-                  ("path", "content_base64")}
-        if isinstance(args, ExtractArgs):
-            source["url"] = args.url
+
+    progress = RisingProgress(ctx.session.report_progress)
+
+    def say(message: str) -> None:   # from the submitting thread: a client hears why the first call waits
+        anyio.from_thread.run(progress.step, message)
 
     def submit() -> JobRecord:
         # Everything is checked (schema first: a bad one costs no download) before the job exists.
         extraction = jobs.schema(args.schema_) if isinstance(args, ExtractArgs) else None
-        return jobs.submit(owner, jobs.upload(**source), args.pages, args.text_layer, extraction)
+        return jobs.submit(owner, jobs.upload(**_source(args)), args.pages, args.text_layer, extraction, say)
 
     job = await anyio.to_thread.run_sync(submit)
-    job = await jobs.wait(owner, job.id, args.wait_s, ctx.session.report_progress)
+    job = await jobs.wait(owner, job.id, args.wait_s, progress)
     if not job.state.is_final:
         return types.CallToolResult(content=[_text(
             f"job {job.id} is {job.state.value} ({job.pages_done} of {job.pages_total} pages done) after "
@@ -154,17 +151,29 @@ async def _run_tool(jobs: McpJobs, owner: str, args: Any, ctx: ServerRequestCont
     if isinstance(args, ExtractArgs):
         return await _extraction_result(jobs, owner, job)
     markdown = await anyio.to_thread.run_sync(jobs.result_text, owner, job.id, "md")
-    return types.CallToolResult(content=[_text(_slice(markdown, 0, args.max_chars))], structured_content=_summary(job))
+    return types.CallToolResult(content=[_text(_slice(markdown, 0, args.max_chars, job.id))],
+                                structured_content=_summary(job))
+
+
+def _source(args: OcrFileArgs | OcrUrlArgs | ExtractArgs) -> dict[str, Any]:
+    """The document arguments a tool takes, for `McpJobs.upload`."""
+    if isinstance(args, OcrUrlArgs):
+        return {"url": args.url}
+    source: dict[str, Any] = {"path": args.path, "content_base64": args.content_base64, "filename": args.filename,
+                              "offered": ("path", "content_base64")}
+    if isinstance(args, ExtractArgs):
+        source.update(url=args.url, offered=("path", "content_base64", "url"))
+    return source
 
 
 async def _extraction_result(jobs: McpJobs, owner: str, job: JobRecord) -> types.CallToolResult:
     stored = json.loads(await anyio.to_thread.run_sync(jobs.result_text, owner, job.id, "extraction"))
-    document = stored["documents"][0]
-    result = {"job_id": job.id, "state": document["state"], "reason": document["reason"], "fields": document["data"]}
+    document = stored["documents"][0]   # one document per job here
     if document["state"] != "done":
         return _error(f"job {job.id}: the fields could not be extracted: {document['reason']}")
     return types.CallToolResult(content=[_text(json.dumps(document["data"], ensure_ascii=False, indent=1))],
-                                structured_content=result)
+                                structured_content={"job_id": job.id, "state": document["state"],
+                                                    "fields": document["data"]})
 
 
 def _summary(job: JobRecord) -> dict[str, Any]:
@@ -174,12 +183,12 @@ def _summary(job: JobRecord) -> dict[str, Any]:
             "resources": [resource_uri(job.id, fmt) for fmt in ("md", "json")] if done else []}
 
 
-def _slice(text: str, offset: int, max_chars: int) -> str:
-    """`max_chars` characters from `offset`, saying where the next slice starts when text is left."""
+def _slice(text: str, offset: int, max_chars: int, job_id: str) -> str:
+    """`max_chars` characters from `offset`, saying how to read on when text is left."""
     piece = text[offset:offset + max_chars]
     if offset + max_chars < len(text):
         piece += (f"\n\n[{len(text) - offset - max_chars:,} more characters: call get_result with "
-                  f"offset={offset + max_chars}, or read the job's resource]")
+                  f"job_id={job_id!r} and offset={offset + max_chars}, or read {resource_uri(job_id, 'md')}]")
     return piece
 
 

@@ -34,6 +34,25 @@ POLL_INTERVAL_S = 0.5
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 
 
+class RisingProgress:
+    """A tool call's progress notifications, whose value must rise with each one (the protocol
+    says so): a report that would not rise is dropped. Pages done are whole steps; what happens
+    before the first page (services starting) takes fractions of the first step, each halfway
+    to 1."""
+
+    def __init__(self, send: Progress):
+        self.send = send
+        self.last: float | None = None
+
+    async def report(self, value: float, total: float | None, message: str) -> None:
+        if self.last is None or value > self.last:
+            self.last = value
+            await self.send(value, total, message)
+
+    async def step(self, message: str) -> None:
+        await self.report(0.0 if self.last is None else self.last + (1.0 - self.last) / 2, None, message)
+
+
 class ToolInputError(InputError):
     code = "invalid_arguments"
 
@@ -45,12 +64,12 @@ class ServiceUnavailableError(RuntimeError):
 class McpJobs:
     """The jobs of MCP callers, over one `JobService`. `local_paths`: whether a tool may read a
     path on this machine (a stdio server run by its user; never the shared HTTP endpoint).
-    `ensure_workers(needs_extraction)`: makes sure something will run the job (a stdio server starts
-    its worker, and the extraction engine when a job needs it, the first time), else raises
-    `ServiceUnavailableError`."""
+    `ensure_workers(needs_extraction, say)`: makes sure something will run the job (a stdio server
+    starts its worker, and the extraction engine when a job needs it, the first time, telling
+    `say` what it starts), else raises `ServiceUnavailableError`."""
 
     def __init__(self, jobs: JobService, settings: Settings, *, local_paths: bool,
-                 ensure_workers: Callable[[bool], None] | None = None):
+                 ensure_workers: Callable[[bool, Callable[[str], None]], None] | None = None):
         self.jobs = jobs
         self.settings = settings
         self.local_paths = local_paths
@@ -110,14 +129,15 @@ class McpJobs:
         return resolve_schema(value, SchemaRegistry.from_settings(self.settings))
 
     def submit(self, owner: str, upload: Upload, pages: str | None, text_layer: str | None,
-               extraction: ExtractionSchema | None = None) -> JobRecord:
+               extraction: ExtractionSchema | None = None, say: Callable[[str], None] = lambda _: None) -> JobRecord:
+        """`say` is told what starts meanwhile (a local server's first job waits for its services)."""
         if extraction is not None and self.ensure_workers is not None:
             # Before the job: its extraction must find the engine serving, not loading (a 503 it gives up on).
-            self.ensure_workers(True)
+            self.ensure_workers(True, say)
         job = self.jobs.submit(owner, [upload], pages, MCP_FORMATS, extraction=extraction, text_layer=text_layer)
         # After the document's checks, so a refused document starts nothing; the job waits in the broker.
         if self.ensure_workers is not None:
-            self.ensure_workers(False)
+            self.ensure_workers(False, say)
         return job
 
     # -- reading jobs ------------------------------------------------------------------------
@@ -152,16 +172,13 @@ class McpJobs:
         listed = self.jobs.list(owner, self.settings.max_jobs_listed)
         return [job for job in listed if job.state is JobState.DONE]
 
-    async def wait(self, owner: str, job_id: str, wait_s: float, progress: Progress) -> JobRecord:
-        """The job once it ends, or as it is after `wait_s`; each change of pages done is reported."""
+    async def wait(self, owner: str, job_id: str, wait_s: float, progress: RisingProgress) -> JobRecord:
+        """The job once it ends, or as it is after `wait_s`; each page done is reported."""
         deadline = time.monotonic() + wait_s
-        reported = -1
         while True:
             job = await anyio.to_thread.run_sync(self.job, owner, job_id)
-            if job.pages_done != reported or job.state.is_final:
-                reported = job.pages_done
-                await progress(job.pages_done, job.pages_total or None,
-                               f"job {job.id}: {job.state.value}, {job.pages_done} of {job.pages_total} pages")
+            await progress.report(job.pages_done, job.pages_total or None,
+                                  f"job {job.id}: {job.state.value}, {job.pages_done} of {job.pages_total} pages")
             if job.state.is_final or time.monotonic() >= deadline:
                 return job
             await anyio.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,7 +76,7 @@ class LocalServices:
         self.extraction_started = False
         self._lock = threading.Lock()
 
-    def ensure(self, needs_extraction: bool) -> None:
+    def ensure(self, needs_extraction: bool, say: Callable[[str], None]) -> None:
         from app.local_services import ServiceStartError
         from app.mcp_tools import ServiceUnavailableError
         from workers.recognizers.base import RecognizerConfigError, RecognizerUnavailableError
@@ -83,12 +84,14 @@ class LocalServices:
         with self._lock:
             try:
                 if self.worker is None:
+                    say("starting the local worker" + (" and engine" if self.settings.starts_own_engine else ""))
                     self._start_worker()
                 elif not self.worker.is_running:   # died since: started again, the jobs wait in the broker
                     self.children.remove(self.worker)
                     self.worker = self.worker.respawn()
                     self.children.append(self.worker)
                 if needs_extraction and self.own_extraction and not self.extraction_started:
+                    say("starting the extraction engine (its model loads once)")
                     self._start_extraction_engine()
             except (ServiceStartError, RecognizerConfigError, RecognizerUnavailableError) as exc:
                 raise ServiceUnavailableError(f"the local OCR services could not start: {exc} "

@@ -46,9 +46,11 @@ def test_a_pdf_is_read_and_fields_extracted_through_the_tools_and_resources(tmp_
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(samples.multi_page_pdf(2))
     progress: list[tuple[float, float | None]] = []
+    messages: list[str | None] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total))
+        messages.append(message)
 
     async def scenario() -> dict:
         async with _client(tmp_path / "data") as client:
@@ -63,7 +65,8 @@ def test_a_pdf_is_read_and_fields_extracted_through_the_tools_and_resources(tmp_
             seen["json"] = await client.read_resource(f"ocrserve://jobs/{job_id}/result.json")
             seen["job_id"] = job_id
             seen["extract"] = await client.call_tool("extract", {
-                "path": str(REPO_ROOT / "examples" / "invoice.pdf"), "schema": HEADER_SCHEMA, "wait_s": 300})
+                "path": str(REPO_ROOT / "examples" / "invoice.pdf"), "schema": HEADER_SCHEMA, "wait_s": 300},
+                read_timeout_seconds=360)   # the extraction engine loads first
             return seen
 
     seen = anyio.run(scenario)
@@ -78,13 +81,15 @@ def test_a_pdf_is_read_and_fields_extracted_through_the_tools_and_resources(tmp_
     assert samples.page_sentence(0) in markdown and samples.page_sentence(1) in markdown
     assert ocr.structured_content["state"] == "done" and ocr.structured_content["pages_total"] == 2
     assert progress and progress[-1] == (2, 2), progress
-    assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+    assert progress[0] == (0, None) and messages[0] == "starting the local worker", "the first call says why it waits"
+    values = [done for done, _ in progress]
+    assert all(a < b for a, b in zip(values, values[1:])), f"progress must rise with each notification: {values}"
 
     job_id = seen["job_id"]
     view = seen["job"].structured_content
     assert view["id"] == job_id and view["state"] == "done" and [p["state"] for p in view["pages"]] == ["done"] * 2
     assert seen["txt"].content[0].text.startswith("Quarterly Report"[:20])
-    assert "offset=20" in seen["txt"].content[0].text, "a cut result says where the next slice starts"
+    assert f"job_id={job_id!r} and offset=20" in seen["txt"].content[0].text, "a cut result says how to read on"
 
     uris = {str(resource.uri): resource for resource in seen["resources"].resources}
     assert {f"ocrserve://jobs/{job_id}/result.md", f"ocrserve://jobs/{job_id}/result.json"} <= set(uris)
