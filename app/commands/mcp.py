@@ -101,7 +101,7 @@ class LocalServices:
         from app.local_services import child_env, free_loopback_port, start_engine, start_worker
         from workers.recognizers.registry import build_recognizer
 
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)   # logs may name documents
         settings = self.settings
         if settings.starts_own_engine:
             # As `run` does: the worker loads its models while the engine loads.
