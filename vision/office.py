@@ -40,6 +40,8 @@ from vision.formats import DocumentKind
 from vision.limits import ConversionFailedError, UnsupportedFormatError, VisionLimits
 
 MAX_CONVERSIONS_AT_ONCE = 2
+# Tools are looked up here only, never on the service's PATH, and run by their full path.
+SYSTEM_PATH = "/usr/bin:/bin:/usr/local/bin"
 # LibreOffice's import filter for each kind: named, so its type detection cannot pick another one.
 _LIBREOFFICE_FILTERS = {
     DocumentKind.DOCX: "MS Word 2007 XML", DocumentKind.ODT: "writer8", DocumentKind.RTF: "Rich Text Format",
@@ -78,7 +80,7 @@ def convert_to_pdf(source: Path, kind: DocumentKind, work_parent: Path, limits: 
         if kind in _MUPDF_KINDS:
             command = [sys.executable, "-m", "vision.reflow_pdf", kind.value, str(source), str(work / "out" / "in.pdf"),
                        str(limits.max_pages)]
-            env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(work)}
+            env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": str(work)}
         else:
             command, env = _libreoffice_command(source, kind, work)
         with _slots:
@@ -96,7 +98,7 @@ def convert_to_pdf(source: Path, kind: DocumentKind, work_parent: Path, limits: 
 
 
 def _libreoffice_command(source: Path, kind: DocumentKind, work: Path) -> tuple[list[str], dict[str, str]]:
-    soffice = shutil.which("soffice", path="/usr/bin:/usr/local/bin")
+    soffice = shutil.which("soffice", path=SYSTEM_PATH)
     if soffice is None or not sandbox_works():
         raise UnsupportedFormatError(f"this server cannot read {kind.value.upper()} documents (LibreOffice or its "
                                      "sandbox, bubblewrap, is not installed or cannot run here); send a PDF")
@@ -115,7 +117,7 @@ def _libreoffice_command(source: Path, kind: DocumentKind, work: Path) -> tuple[
 
 
 def _bwrap_prefix(work: Path) -> list[str]:
-    prefix = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+    prefix = [shutil.which("bwrap", path=SYSTEM_PATH) or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
               "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/work", "--setenv", "LANG", "C.UTF-8",
               "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for top in ("/bin", "/lib", "/lib64", "/sbin"):   # merged-/usr systems link these; older ones have folders
@@ -132,7 +134,7 @@ def _bwrap_prefix(work: Path) -> list[str]:
 def sandbox_works() -> bool:
     """Whether bubblewrap can make its namespaces here (not, say, under a seccomp policy that
     forbids user namespaces); asked once per process."""
-    if shutil.which("bwrap") is None:
+    if shutil.which("bwrap", path=SYSTEM_PATH) is None:
         return False
     with tempfile.TemporaryDirectory() as work:
         try:
@@ -144,7 +146,7 @@ def sandbox_works() -> bool:
 
 def _run(command: list[str], env: dict[str, str], limits: VisionLimits, kind: DocumentKind) -> None:
     """The converter under its budget; its whole process group is killed past the time limit."""
-    budget = ["prlimit", f"--as={limits.conversion_memory_bytes}", f"--fsize={limits.max_converted_bytes}", "--"]
+    budget = [shutil.which("prlimit", path=SYSTEM_PATH) or "prlimit", f"--as={limits.conversion_memory_bytes}", f"--fsize={limits.max_converted_bytes}", "--"]
     process = subprocess.Popen(budget + command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, start_new_session=True)
     try:

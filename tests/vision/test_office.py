@@ -96,6 +96,15 @@ def test_a_deflate_bomb_and_a_package_of_too_many_files_are_refused_before_infla
         sniff_kind(crowd.getvalue(), "crowd.odt", limits=VisionLimits(max_package_entries=40))
 
 
+def test_without_a_working_sandbox_libreoffice_kinds_are_refused_not_converted_bare(documents, tmp_path, monkeypatch):
+    import vision.office
+
+    monkeypatch.setattr(vision.office, "sandbox_works", lambda: False)   # as where bwrap is missing or forbidden
+    with pytest.raises(UnsupportedFormatError, match="cannot read DOCX documents .*bubblewrap.*send a PDF"):
+        convert_to_pdf(documents["docx"], DocumentKind.DOCX, tmp_path, LIMITS)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_document_that_needs_conversion_is_not_opened_as_it_is(documents):
     with pytest.raises(UnsupportedFormatError, match="read from the PDF they are converted to"):
         Document.open_path(documents["odt"], LIMITS)
