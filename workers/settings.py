@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     # 200, not 150: at 150 DPI the line detector boxes 8-pt print badly (both recognisers lose it),
     # and the house model is no slower at 200 (its draft is right more often): docs/BENCHMARKS.md.
     render_dpi: float = Field(200.0, gt=0, le=600)
+    # An office, HTML or EPUB document's conversion to PDF at submit (vision/office.py) is stopped
+    # past this, its whole process tree killed, and the upload refused (422 conversion_failed).
+    conversion_timeout_s: float = Field(120.0, gt=0, le=3600)
 
     # Recognition. `house`: the house OCR model (shipped in this repository) on our engine, reading
     # one detected line per crop; `openai`: any OpenAI-compatible VLM endpoint (GLM-OCR, Qwen2-VL),
@@ -228,4 +231,5 @@ class Settings(BaseSettings):
 
     def vision_limits(self) -> VisionLimits:
         return VisionLimits(max_upload_bytes=self.max_upload_bytes, max_pages=self.max_pages,
-                            max_page_pixels=self.max_page_pixels, render_dpi=self.render_dpi)
+                            max_page_pixels=self.max_page_pixels, render_dpi=self.render_dpi,
+                            conversion_timeout_s=self.conversion_timeout_s)
