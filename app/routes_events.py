@@ -5,7 +5,7 @@
     data: {"id": 7, "type": "page.done", "file": 1, "page": 3, "state": "done", "pages_done": 3, ...}
 
 The stream replays the job's log (workers/job_events.py) after the client's
-`Last-Event-ID` (all of it without one), then sends each new event as it is
+`Last-Event-ID` (the header, or `?last_event_id=`; all of it without one), then sends each new event as it is
 written, and ends after the job's last (done, failed or cancelled). A client
 that reconnects with the last id it saw gets exactly the events it missed.
 
@@ -60,8 +60,11 @@ def stream_token(job_id: str, request: Request, context: Context, owner: Owner) 
 @router.get("/{job_id}/events", summary="The job's progress as Server-Sent Events (resumable with Last-Event-ID)",
             responses={200: {"content": {"text/event-stream": {}}}})
 async def job_events_stream(job_id: str, request: Request, context: Context,
-                            token: str | None = Query(None, max_length=200)) -> Response:
-    after = _last_event_id(request.headers.get("last-event-id"))
+                            token: str | None = Query(None, max_length=200),
+                            last_event_id: str | None = Query(None, max_length=20, description=(
+                                "where to resume, for a client that cannot send the Last-Event-ID header "
+                                "(a browser opening a new EventSource); the header wins"))) -> Response:
+    after = _last_event_id(request.headers.get("last-event-id") or last_event_id)
     jobs = context.jobs
     if token is None:
         owner = get_owner(request)

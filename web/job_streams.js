@@ -7,6 +7,7 @@
 
 const FINAL_STATES = new Set(["done", "failed", "cancelled"]);
 const MAX_ERRORS = 2;   // failures in a row, with no event between, before falling back to polling
+const MAX_REOPENS = 3;  // a stream that worked and was cut is opened again (a fresh token) this often
 
 export class JobStreams {
   constructor(getApi, onEvent, onLost) {
@@ -15,6 +16,7 @@ export class JobStreams {
     this.onLost = onLost;     // (jobId) when its stream is given up: poll it
     this.sources = new Map(); // job id -> EventSource, or null while its token is fetched
     this.failed = new Set();  // jobs whose progress is polled
+    this.reopens = new Map(); // job id -> streams opened again after a cut
     this.session = 0;
   }
 
@@ -22,7 +24,9 @@ export class JobStreams {
     return this.sources.has(jobId);
   }
 
-  async watch(jobId) {
+  // `lastId`: the last event seen, when a cut stream is opened again (its token may have expired,
+  // and a new EventSource sends no Last-Event-ID of its own).
+  async watch(jobId, lastId = "") {
     if (this.sources.has(jobId) || this.failed.has(jobId)) return;
     if (typeof EventSource !== "function") {
       this.failed.add(jobId);
@@ -38,12 +42,16 @@ export class JobStreams {
       return;
     }
     if (session !== this.session || !this.sources.has(jobId)) return;
-    const url = `/v1/jobs/${encodeURIComponent(jobId)}/events?token=${encodeURIComponent(token)}`;
+    const resume = lastId ? `&last_event_id=${encodeURIComponent(lastId)}` : "";
+    const url = `/v1/jobs/${encodeURIComponent(jobId)}/events?token=${encodeURIComponent(token)}${resume}`;
     const source = new EventSource(url);
     this.sources.set(jobId, source);
     let errors = 0;
+    let heard = false;
     const deliver = (message) => {
       errors = 0;
+      heard = true;
+      lastId = message.lastEventId || lastId;
       let data;
       try {
         data = JSON.parse(message.data);
@@ -60,7 +68,15 @@ export class JobStreams {
     // (expired token, 4xx, 5xx) closes it. Either way, too many failures mean polling.
     source.addEventListener("error", () => {
       errors += 1;
-      if (source.readyState === EventSource.CLOSED || errors >= MAX_ERRORS) this.giveUp(jobId);
+      if (source.readyState !== EventSource.CLOSED && errors < MAX_ERRORS) return;
+      const reopened = this.reopens.get(jobId) || 0;
+      if (heard && reopened < MAX_REOPENS && session === this.session) {
+        this.reopens.set(jobId, reopened + 1);
+        this.close(jobId);
+        this.watch(jobId, lastId);
+      } else {
+        this.giveUp(jobId);
+      }
     });
   }
 
@@ -80,5 +96,6 @@ export class JobStreams {
     this.session += 1;
     for (const jobId of [...this.sources.keys()]) this.close(jobId);
     this.failed.clear();
+    this.reopens.clear();
   }
 }

@@ -73,6 +73,8 @@ def test_last_event_id_resumes_with_exactly_the_missed_events(client):
     for seen in (1, 3, len(everything) - 1):
         rest = _read_all(client, f"/v1/jobs/{job_id}/events", headers={"Last-Event-ID": str(seen)})
         assert [(e.id, e.event, e.data) for e in rest] == [(e.id, e.event, e.data) for e in everything[seen:]]
+        by_query = _read_all(client, f"/v1/jobs/{job_id}/events?last_event_id={seen}")   # a new EventSource's way
+        assert [e.data for e in by_query] == [e.data for e in everything[seen:]]
     assert client.get(f"/v1/jobs/{job_id}/events", headers={"Last-Event-ID": "x1"}).status_code == 400
 
 

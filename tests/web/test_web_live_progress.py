@@ -94,3 +94,36 @@ def test_a_stream_that_cannot_be_opened_falls_back_to_polling(lone_api, store, p
     expect(job.locator(".job-count")).to_have_text("1 of 3 pages done")
     store.cancel_job(job_id)
     expect(job).to_have_attribute("data-state", "cancelled", timeout=LIVE_MS)
+
+
+def test_a_cut_stream_resumes_from_the_last_event_it_saw(lone_api, store, page: Page):
+    """The first stream ends after one event: the browser's EventSource reconnects by itself; that
+    answer is refused (as an expired token would be), so the page opens a new stream with a fresh
+    token and ?last_event_id=, and the job's progress goes on from there."""
+    from workers.job_model import PageState
+
+    job_id = _queued_job(store, "resumed-report.pdf")
+    seen: list[str] = []
+
+    def cut(route) -> None:
+        request = route.request
+        seen.append(request.url)
+        if len(seen) == 1:
+            body = 'id: 1\nevent: job\ndata: {"id": 1, "type": "job.queued", "state": "queued", "error": null, ' \
+                   '"pages_total": 3, "pages_done": 0, "pages_failed": 0}\n\n'
+            route.fulfill(status=200, body=body, headers={"Content-Type": "text/event-stream"})
+        elif len(seen) == 2:
+            route.fulfill(status=401, body="")
+        else:
+            route.continue_()
+
+    page.route(f"**/v1/jobs/{job_id}/events?*", cut)
+    sign_in(page, lone_api.base_url)
+    job = page.locator("#job-list > li.job", has_text="resumed-report.pdf")
+    expect(job).to_have_attribute("data-state", "queued")
+    store.mark_job_running(job_id)
+    _save(store, job_id, 0, PageState.DONE)
+    expect(job.locator(".page-chips > li").nth(0)).to_have_class("chip page-done", timeout=LIVE_MS)
+    assert seen[1] == seen[0]   # the browser reconnected by itself
+    assert "last_event_id=1" in seen[2] and seen[2] != seen[0]   # the page reopened it, with a fresh token
+    expect(job).to_have_attribute("data-progress", "stream")
