@@ -18,7 +18,9 @@ The request, as a receiver checks it:
 
 The secret is the job owner's (`GET /v1/webhooks/secret` shows it to its key);
 a receiver recomputes the HMAC over the raw body, compares in constant time
-and refuses a `t` far from its clock (a replayed old delivery).
+and refuses a `t` far from its clock (a replayed old delivery). Delivery is at
+least once (a sender that dies after the POST, or an attempt that outlives its
+lease, sends again): a receiver keys on the body's `id`.
 """
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def _queued_job(services: LiveServices, key: str = KEY) -> str:
 
 
 def test_a_running_job_streams_every_event_in_order_and_the_stream_ends_with_it(client):
-    job_id = client.post("/v1/jobs", files=upload(("three.pdf", multi_page_pdf(3))), data={"formats": "md"}).json()["id"]
+    job_id = client.post("/v1/jobs", files=upload(("three.pdf", multi_page_pdf(3))),
+                         data={"formats": "md"}).json()["id"]
     events = _read_all(client, f"/v1/jobs/{job_id}/events")   # opened while the job is queued or running
     data = [json.loads(e.data) for e in events]
     assert [int(e.id) for e in events] == list(range(1, len(events) + 1))

@@ -27,7 +27,8 @@ def receiver():
 @pytest.fixture(scope="module")
 def services(tmp_path_factory):
     retries = {"webhook_max_attempts": MAX_ATTEMPTS, "webhook_retry_backoff_s": 0.3, "webhook_poll_interval_s": 0.2}
-    live = LiveServices(tmp_path_factory.mktemp("webhooks"), api_settings={"webhook_allowed_hosts": "127.0.0.1,127.0.0.2"},
+    live = LiveServices(tmp_path_factory.mktemp("webhooks"),
+                        api_settings={"webhook_allowed_hosts": "127.0.0.1,127.0.0.2"},
                         worker_settings={"webhook_allowed_hosts": "127.0.0.1", **retries}, key=KEY)
     yield live
     live.stop()
