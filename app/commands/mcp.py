@@ -86,10 +86,8 @@ class LocalServices:
                 if self.worker is None:
                     say("starting the local worker" + (" and engine" if self.settings.starts_own_engine else ""))
                     self._start_worker()
-                elif not self.worker.is_running:   # died since: started again, the jobs wait in the broker
-                    self.children.remove(self.worker)
-                    self.worker = self.worker.respawn()
-                    self.children.append(self.worker)
+                else:
+                    self._restart_stopped()
                 if needs_extraction and self.own_extraction and not self.extraction_started:
                     say("starting the extraction engine (its model loads once)")
                     self._start_extraction_engine()
@@ -97,7 +95,27 @@ class LocalServices:
                 raise ServiceUnavailableError(f"the local OCR services could not start: {exc} "
                                               f"(logs in {self.log_dir})") from None
 
+    def _restart_stopped(self) -> None:
+        """A child that died since is started again (an engine on its port); the jobs wait in the broker."""
+        for index, child in enumerate(self.children):
+            if not child.is_running:
+                self.children[index] = child.respawn()
+                if child is self.worker:
+                    self.worker = self.children[index]
+
     def _start_worker(self) -> None:
+        """The worker (and the recogniser's engine): all of them, or none left running."""
+        started = len(self.children)
+        try:
+            self._start_worker_and_engine()
+        except BaseException:
+            for child in reversed(self.children[started:]):
+                child.stop(STOP_TIMEOUT_S)
+            del self.children[started:]
+            self.worker = None
+            raise
+
+    def _start_worker_and_engine(self) -> None:
         from app.local_services import child_env, free_loopback_port, start_engine, start_worker
         from workers.recognizers.registry import build_recognizer
 
@@ -129,8 +147,12 @@ class LocalServices:
                                  self.log_dir / "extraction-engine.log", model=endpoint.model,
                                  extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS),
                                  api_key=endpoint.api_key)
+        try:
+            _wait_until_serving(endpoint.base_url, engine)
+        except BaseException:
+            engine.stop(STOP_TIMEOUT_S)
+            raise
         self.children.append(engine)
-        _wait_until_serving(endpoint.base_url, engine)
         self.extraction_started = True
 
     def stop(self) -> None:

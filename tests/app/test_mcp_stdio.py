@@ -157,3 +157,23 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(tmp_path):
     assert {tool.name for tool in results["after"].tools} == TOOLS
     assert not (tmp_path / "data" / "mcp-logs").exists(), "no refused call started the worker"
 
+
+
+def test_services_that_cannot_start_are_a_tool_error_naming_the_logs(tmp_path):
+    """A recogniser that cannot work (no tesseract program) stops the first job's worker again; the
+    call says why and where the logs are, and the server keeps serving."""
+    params = StdioServerParameters(command=str(SCRIPT), args=["mcp"], cwd=str(REPO_ROOT),
+                                   env=service_env(tmp_path / "data", tesseract_cmd="/nonexistent/tesseract"))
+
+    async def scenario():
+        async with Client(params, read_timeout_seconds=120) as client:
+            pdf = base64.b64encode(samples.multi_page_pdf(1)).decode()
+            result = await client.call_tool("ocr_file", {"content_base64": pdf, "wait_s": 0})
+            return result, await client.list_tools()
+
+    result, tools = anyio.run(scenario)
+    assert result.is_error, result.content
+    text = result.content[0].text
+    assert "the local OCR services could not start" in text and "tesseract program" in text, text
+    assert f"logs in {tmp_path / 'data' / 'mcp-logs'}" in text
+    assert {tool.name for tool in tools.tools} == TOOLS
