@@ -8,6 +8,7 @@
 const FINAL_STATES = new Set(["done", "failed", "cancelled"]);
 const MAX_ERRORS = 2;   // failures in a row, with no event between, before falling back to polling
 const MAX_REOPENS = 3;  // a stream that worked and was cut is opened again (a fresh token) this often
+const MAX_STREAMS = 3;  // open at once (the service allows a key 4 by default): more running jobs are polled
 
 export class JobStreams {
   constructor(getApi, onEvent, onLost) {
@@ -27,7 +28,7 @@ export class JobStreams {
   // `lastId`: the last event seen, when a cut stream is opened again (its token may have expired,
   // and a new EventSource sends no Last-Event-ID of its own).
   async watch(jobId, lastId = "") {
-    if (this.sources.has(jobId) || this.failed.has(jobId)) return;
+    if (this.sources.has(jobId) || this.failed.has(jobId) || this.sources.size >= MAX_STREAMS) return;
     if (typeof EventSource !== "function") {
       this.failed.add(jobId);
       return;

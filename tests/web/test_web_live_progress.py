@@ -127,3 +127,22 @@ def test_a_cut_stream_resumes_from_the_last_event_it_saw(lone_api, store, page: 
     assert seen[1] == seen[0]   # the browser reconnected by itself
     assert "last_event_id=1" in seen[2] and seen[2] != seen[0]   # the page reopened it, with a fresh token
     expect(job).to_have_attribute("data-progress", "stream")
+
+
+def test_past_three_running_jobs_the_rest_are_polled_until_a_stream_frees(lone_api, store, page: Page):
+    """The page keeps under the key's stream cap: three streams, the fourth job polled, streamed
+    once one of the three ends."""
+    for earlier in store.unfinished_job_ids():
+        store.cancel_job(earlier)
+    job_ids = [_queued_job(store, f"batch-{n}.pdf") for n in range(4)]
+    sign_in(page, lone_api.base_url)
+    active = page.locator("#job-list > li.job[data-state='queued']")
+    expect(active).to_have_count(4)
+    expect(page.locator("#job-list > li.job[data-state='queued'][data-progress='stream']")).to_have_count(3)
+    polled = page.locator("#job-list > li.job[data-state='queued'][data-progress='poll']")
+    expect(polled).to_have_count(1)
+    waiting = polled.get_attribute("data-job-id")
+    store.cancel_job(next(job_id for job_id in job_ids if job_id != waiting))
+    expect(page.locator(f"#job-list > li.job[data-job-id='{waiting}']")).to_have_attribute(
+        "data-progress", "stream", timeout=LIVE_MS + 5000)   # the list's next poll gives it the freed stream
+    assert page_problems(page) == []
