@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,8 +49,10 @@ def read_package(source: bytes | Path, limits: VisionLimits) -> PackageInfo:
                                len(entries), sum(entry.file_size for entry in entries))
     except InputError:   # a cap broken, said as such (InputError is a ValueError too)
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError) as exc:
-        # NotImplementedError: a compression method zipfile lacks; ValueError: a malformed header field.
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError,
+            zlib.error) as exc:
+        # NotImplementedError: a compression method zipfile lacks; ValueError: a malformed header field;
+        # zlib.error: a type entry whose deflate stream is broken (found by the intake fuzzer).
         raise CorruptDocumentError("the document is a damaged ZIP package and cannot be read") from exc
 
 

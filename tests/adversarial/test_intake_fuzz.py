@@ -86,3 +86,12 @@ def test_a_page_tree_that_breaks_only_when_its_pages_load_is_a_documented_refusa
         for index, reason in ((0, "malformed page tree"), (1, "not in document")):
             with pytest.raises(CorruptDocumentError, match=reason):
                 doc.render_page(index, dpi=20)
+
+
+def test_a_package_whose_type_entry_will_not_inflate_is_a_documented_refusal():
+    """Found the first time the fuzzer met office packages (issue 34): a DOCX whose
+    [Content_Types].xml has a broken deflate stream raised zlib.error out of the package check."""
+    from vision.limits import CorruptDocumentError
+
+    with pytest.raises(CorruptDocumentError, match="damaged ZIP package"):
+        Upload("upload.docx", (CRASHES / "docx-broken-deflate-stream.docx").read_bytes()).open(LIMITS)
