@@ -81,7 +81,7 @@ def layer_words(bbox: Box, text: str, layer: Sequence[TextWord]) -> list[WordRes
                     sorted(candidates, key=lambda w: (w.block_no, w.line_no, w.word_no))):
         found = _spelling(tokens, ordered)
         if found is not None:
-            return [WordResult(word.bbox, word.text, None, "text_layer", None) for word in found]
+            return [WordResult(_stored(word.bbox), word.text, None, "text_layer", None) for word in found]
     return []
 
 
@@ -135,8 +135,15 @@ def interpolated_words(bbox: Box, text: str, confidence: float | None,
 def _word(box: Box, text: str, from_tokens: float | None, line_confidence: float | None,
           box_source: str) -> WordResult:
     if from_tokens is not None:
-        return WordResult(box, text, from_tokens, box_source, "tokens")
-    return WordResult(box, text, line_confidence, box_source, None if line_confidence is None else "line")
+        return WordResult(_stored(box), text, round(from_tokens, 3), box_source, "tokens")
+    if line_confidence is None:
+        return WordResult(_stored(box), text, None, box_source, None)
+    return WordResult(_stored(box), text, round(line_confidence, 3), box_source, "line")
+
+
+def _stored(box: Sequence[float]) -> Box:
+    """The box as the JSON keeps it (a tenth of a pixel), so a word equals itself read back."""
+    return tuple(round(float(v), 1) for v in box)  # type: ignore[return-value]
 
 
 def _edges(text: str) -> list[float]:
