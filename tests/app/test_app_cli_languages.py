@@ -1,0 +1,72 @@
+"""`ocrserve run` on pages in several scripts, as a fresh checkout runs it (the house model on our
+engine, Tesseract with the packs scripts/setup.sh installs), with nothing telling it the language:
+each page comes back in its own letters, every line says its script, no `<unk>` anywhere, and the
+searchable PDF gives the same text back to a PDF reader."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pymupdf
+import pytest
+
+from service_harness import REPO_ROOT
+from workers.recognizers.languages import installed_languages
+
+pytestmark = pytest.mark.slow
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+PAGES = {   # script, Tesseract pack, lines (typeset in DejaVu Sans, which has all three scripts)
+    "Greek": ("ell", ["Το πρόγραμμα διαβάζει κάθε σελίδα του εγγράφου",
+                      "και γράφει το κείμενο με τους σωστούς τόνους.",
+                      "Ένα άλλο πρόβλημα είναι η γρήγορη πληκτρολόγηση."]),
+    "Cyrillic": ("rus", ["Программа читает каждую страницу документа",
+                         "и записывает текст теми же буквами.",
+                         "Руководство нового сопровождающего Debian."]),
+    "Latin": ("pol", ["Program czyta każdą stronę dokumentu i zapisuje",
+                      "tekst z polskimi znakami, które są w nim zawarte.",
+                      "Dzięki temu można działać na wielu systemach."]),
+}
+
+
+def _pdf() -> bytes:
+    doc = pymupdf.open()
+    for _, lines in PAGES.values():
+        page = doc.new_page(width=595, height=842)
+        page.insert_font(fontname="dejavu", fontfile=FONT)
+        for i, line in enumerate(lines):
+            page.insert_text((72, 120 + 30 * i), line, fontname="dejavu", fontsize=13)
+    return doc.tobytes()
+
+
+def _words(text: str) -> set[str]:
+    return {word.strip(".,;:()") for word in text.split()}
+
+
+def test_run_reads_each_page_in_its_own_script(tmp_path):
+    missing = [pack for pack, _ in PAGES.values() if pack not in installed_languages()]
+    if missing:
+        pytest.skip(f"needs Tesseract packs {missing} (scripts/setup.sh)")
+    source = tmp_path / "in" / "scripts.pdf"
+    source.parent.mkdir()
+    source.write_bytes(_pdf())
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
+                           "--text-layer", "never", "--formats", "json,md,pdf"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "scripts.json").read_text())
+    assert "<unk>" not in (out / "scripts.md").read_text()
+    with pymupdf.open(out / "scripts.pdf") as searchable:
+        pdf_pages = [page.get_text() for page in searchable]
+    for page, pdf_text, (script, (pack, lines)) in zip(result["documents"][0]["pages"], pdf_pages, PAGES.items()):
+        read = [line for region in page["regions"] for line in region["lines"]]
+        assert {line["script"] for line in read} == {script}, read
+        assert {line["language"] for line in read} == {pack}, read
+        expected = _words(" ".join(lines))
+        found = _words(" ".join(line["text"] for line in read))
+        assert len(expected & found) >= 0.8 * len(expected), (script, sorted(expected - found))
+        assert len(expected & _words(pdf_text)) >= 0.8 * len(expected), (script, pdf_text)
