@@ -69,13 +69,15 @@ class JobView(JobSummary):
     pages: list[PageView]
     extraction: ExtractionView | None = Field(None, description="present when the job was sent with a schema; "
                                               "the fields are at /result?format=extraction")
+    callback_url: str | None = Field(None, description="where the job's webhook events go, when it was sent with "
+                                     "one; each delivery is at /v1/jobs/{id}/deliveries")
 
     @classmethod
     def from_record(cls, job: JobRecord, extraction: ExtractionView | None = None) -> JobView:
         pages = [PageView(file=p.file_index + 1, page=p.page_number, state=p.state.value, reason=p.reason,
                           attempts=p.attempts, lost_runs=p.lost_runs, regions_ok=p.regions_ok,
                           regions_fallback=p.regions_fallback, regions_failed=p.regions_failed) for p in job.pages]
-        return cls(**_summary_fields(job), pages=pages, extraction=extraction)
+        return cls(**_summary_fields(job), pages=pages, extraction=extraction, callback_url=job.options.callback_url)
 
 
 def extraction_view(job: JobRecord, stored_json: bytes | None) -> ExtractionView | None:

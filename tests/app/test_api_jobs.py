@@ -168,7 +168,8 @@ def test_openapi_describes_the_jobs_api(client):
     assert set(spec["paths"]["/v1/jobs"]) == {"get", "post"}
     assert "delete" in spec["paths"]["/v1/jobs/{job_id}"]
     body = spec["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
-    assert set(body["properties"]) == {"files", "pages", "formats", "dpi", "schema", "text_layer"}
+    assert set(body["properties"]) == {"files", "pages", "formats", "dpi", "schema", "text_layer", "keep_furniture",
+                                       "callback_url", "languages"}
     assert body["properties"]["text_layer"]["enum"] == ["auto", "never", "verify"]
 
 

@@ -52,6 +52,7 @@ def test_a_done_job_is_delivered_signed_after_the_receivers_500s(client, receive
     submitted = _submit(client, url)
     assert submitted.status_code == 202, submitted.text
     job_id = submitted.json()["id"]
+    assert submitted.json()["callback_url"] == url
     assert wait_for_job_view(client, job_id, {}, timeout_s=120)["state"] == "done"
     [delivery] = wait_for_delivery_end(client, job_id, {})
     assert delivery["state"] == "delivered" and delivery["attempts"] == 3
