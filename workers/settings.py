@@ -143,7 +143,8 @@ class Settings(BaseSettings):
     vision_num_threads: int = Field(2, ge=1)
     # Recognised lines' word boxes aligned on the line image (vision/ctc_align.py: one PP-OCRv4 recogniser pass
     # per line of two words or more, ~1.7x the house encoder's CPU per line); off (the default), they are
-    # interpolated by character widths: no cost, about twice the error at word edges on justified text.
+    # interpolated by character widths. Either way their edges then move onto the line's ink gaps
+    # (workers/ink_gaps.py), which on clean print makes the two as good (tests/workers/test_word_boxes.py).
     word_alignment: bool = False
     page_max_retries: int = Field(3, ge=0, le=10)
     page_retry_backoff_s: int = Field(2, ge=1)

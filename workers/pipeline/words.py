@@ -4,11 +4,15 @@ Runs right after assemble, while each recognised line can still be found among i
 outcomes (by box and text) for the reply's token log-probs. The page's text layer is read
 once, and only on a page where some text may be the layer's: its layer was usable (auto,
 verify) or a region fell back to it; then a line its words spell keeps their boxes. Any other
-line is interpolated, or, in a pipeline made with alignment (`Settings.word_alignment`), aligned
+line is interpolated or, in a pipeline made with alignment (`Settings.word_alignment`), aligned
 on the rendered page (`vision.ctc_align`: one recogniser pass per line, ~1.7x the house model's
-encoder, so it is asked for, not the default). The aligner's session is made on first use.
+encoder, so it is asked for, not the default), and either is moved onto the gaps of the line's
+ink on the rendered page (`workers.ink_gaps`, a few numpy passes per line). The aligner's
+session is made on first use.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from vision.crops import crop_box
 from vision.ctc_align import LineAligner
@@ -45,7 +49,9 @@ class Words:
             centres = self._aligner(page.vision_num_threads).char_centres(image.crop((left, top, right, bottom)), text)
             return None if centres is None else [left + x for x in centres]
 
-        page.regions = [with_words(region, layer, tokens_of, align if self.align else None) for region in page.regions]
+        grey = np.asarray(image.convert("L"))
+        page.regions = [with_words(region, layer, tokens_of, align if self.align else None, grey)
+                        for region in page.regions]
 
     def _aligner(self, num_threads: int) -> LineAligner:
         if num_threads not in self._aligners:
