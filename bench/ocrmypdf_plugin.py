@@ -119,6 +119,7 @@ def summarise(rows: list[dict], variants: list[str], systems: list[str]) -> dict
                     system: totals([row[system] for row in chosen]) for system in systems}
         summary.setdefault(variant, {})["time"] = {system: {
             "cpu_s_per_page": statistics.fmean(row[system]["run"]["cpu_s"] for row in of_variant),
+            "median_cpu_s": statistics.median(row[system]["run"]["cpu_s"] for row in of_variant),
             "wall_s_per_page": statistics.fmean(row[system]["run"]["wall_s"] for row in of_variant),
             "median_wall_s": statistics.median(row[system]["run"]["wall_s"] for row in of_variant),
             "failed_runs": sum(row[system]["run"]["returncode"] != 0 for row in of_variant)}
@@ -140,14 +141,18 @@ def print_report(rows: list[dict], summary: dict, systems: list[str], worst: int
                 print(f"{split:<9} {system:<16} {t['pages']:>5} {_fmt(t['median_cer'], '.3f'):>8} "
                       f"{t['pooled_cer']:>8.3f} {_fmt(t['median_recall'], '.3f'):>8} {t['recall_below_0.9']:>7}")
         print("per page, start-up included: " + "; ".join(
-            f"{system} {t['cpu_s_per_page']:.2f} s CPU, {t['wall_s_per_page']:.2f} s wall, "
+            f"{system} {t['cpu_s_per_page']:.2f} s CPU (median {t['median_cpu_s']:.2f}), "
+            f"{t['wall_s_per_page']:.2f} s wall (median {t['median_wall_s']:.2f}), "
             f"{t['failed_runs']} runs failed" for system, t in by_split["time"].items()))
         of_variant = [row for row in rows if row["variant"] == variant]
-        print(f"worst {min(worst, len(of_variant))} pages by ocrserve CER (CER o/t, recall o/t):")
-        for row in sorted(of_variant, key=lambda row: -row["ocrserve"]["cer"])[:worst]:
-            o, t = row["ocrserve"], row["tesseract"]
-            print(f"  {row['name']:<28} {row['split']:<8} {o['cer']:>6.3f}/{t['cer']:<6.3f} "
-                  f"{o['recall']:>6.3f}/{t['recall']:<6.3f}")
+        for title, key in (("highest ocrserve CER", lambda row: -row["ocrserve"]["cer"]),
+                           ("ocrserve recall furthest below Tesseract's",
+                            lambda row: row["ocrserve"]["recall"] - row["tesseract"]["recall"])):
+            print(f"worst {min(worst, len(of_variant))} pages, {title} (CER o/t, recall o/t):")
+            for row in sorted(of_variant, key=key)[:worst]:
+                o, t = row["ocrserve"], row["tesseract"]
+                print(f"  {row['name']:<28} {row['split']:<8} {o['cer']:>6.3f}/{t['cer']:<6.3f} "
+                      f"{o['recall']:>6.3f}/{t['recall']:<6.3f}")
 
 
 def main() -> int:
