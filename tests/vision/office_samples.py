@@ -43,8 +43,12 @@ def make_all(folder: Path) -> dict[str, Path]:
     made = {"docx": docx(folder / "survey.docx"), "pptx": pptx(folder / "survey.pptx"),
             "xlsx": xlsx(folder / "survey.xlsx"), "html": html(folder / "survey.html"),
             "epub": epub(folder / "survey.epub")}
-    for target, source in (("odt", "docx"), ("rtf", "docx"), ("odp", "pptx"), ("ods", "xlsx")):
-        made[target] = libreoffice_save(made[source], target, folder)
+    saves = {target: libreoffice_save(made[source], target, folder)   # started at once, each its own profile
+             for target, source in (("odt", "docx"), ("rtf", "docx"), ("odp", "pptx"), ("ods", "xlsx"))}
+    for target, (process, path) in saves.items():
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0 and path.is_file(), f"LibreOffice did not save {target}: {stderr[-300:]!r}"
+        made[target] = path
     return made
 
 
@@ -133,12 +137,11 @@ def epub(path: Path) -> Path:
     return path
 
 
-def libreoffice_save(source: Path, target: str, folder: Path) -> Path:
-    """LibreOffice's own save of `source` as `target` (odt, rtf, odp, ods), with a profile of its own."""
+def libreoffice_save(source: Path, target: str, folder: Path) -> tuple[subprocess.Popen, Path]:
+    """LibreOffice saving `source` as `target` (odt, rtf, odp, ods), with a profile of its own: the
+    running process and the file it writes."""
     profile = folder / f".profile-{target}"
-    subprocess.run(["soffice", f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
-                    "--convert-to", target, "--outdir", str(folder), str(source)],
-                   check=True, capture_output=True, timeout=180)
-    made = folder / f"{source.stem}.{target}"
-    assert made.is_file(), f"LibreOffice did not save {source.name} as {target}"
-    return made
+    process = subprocess.Popen(["soffice", f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
+                                "--convert-to", target, "--outdir", str(folder), str(source)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return process, folder / f"{source.stem}.{target}"
