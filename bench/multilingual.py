@@ -163,7 +163,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "multilingual.json")
     parser.add_argument("--languages", default="", help="comma-separated language codes of the list (default: all)")
     parser.add_argument("--ocrserve-languages", default="detect", help="ocrserve's --languages (default: detect)")
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="the systems scored")
+    parser.add_argument("--reuse", default="", help="systems not run again: their outputs in --work and timings in "
+                                                   "--out from an earlier run are scored (e.g. tesseract,tesseract_eng)")
     args = parser.parse_args()
     if args.install:
         install()
@@ -171,8 +173,13 @@ def main() -> int:
     pages = load_pages({code for code in args.languages.split(",") if code})
     build(pages, args.work)
     runs = {}
+    reused = {system for system in args.reuse.split(",") if system}
+    earlier = json.loads(args.out.read_text())["runs"] if reused and args.out.exists() else {}
     for system in args.systems.split(","):
         out = args.work / f"out_{system}"
+        if system in reused:
+            runs[system] = {**earlier.get(system, {}), "reused": True}
+            continue
         runs[system] = (run_ocrserve(pages, args.work, out, args.ocrserve_languages) if system == "ocrserve"
                         else run_tesseract(pages, args.work, out, with_eng=system == "tesseract_eng"))
         print(f"{system}: {runs[system]['wall_s']:.0f} s wall, {runs[system]['cpu_s']:.0f} s CPU", flush=True)

