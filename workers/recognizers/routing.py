@@ -9,6 +9,7 @@ house model first, and the page then decides, from that reading:
 | `languages` names Tesseract packs               | the job                                    | both, merged |
 | house reading confident, language of Latin-1    | median confidence, `guess_latin_language`  | house |
 | house reading confident, other Latin language   | the same (Polish, Czech, Vietnamese...)    | both, merged, that pack |
+| the same, a language PP-OCRv6 reads but English | the same (German, French, Polish...)       | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
 
@@ -16,7 +17,9 @@ The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where 
 language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
 multilingual set), else Tesseract with the page's packs; regions read whole go to Tesseract.
 
-Merged, per line: the other reading where it holds letters the house model cannot write; else
+Merged, per line: PP-OCRv6's reading where it is sure of it (`TRUST_PPOCR`: on the set's German and
+French pages the house model drops umlauts and accents it could write, 'fur' for 'für'); the other
+reading where it holds letters the house model cannot write; else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
 a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
@@ -44,6 +47,7 @@ KEEP_HOUSE_CONFIDENCE = 0.8    # a Latin-1 line the house model read this confid
 # a page read confidently whose words are less than this share a language's frequent words gets its
 # script identified too: the house model reads Cyrillic as Latin-looking words at 0.9 and more
 MIN_LANGUAGE_WORD_SHARE = 0.08
+TRUST_PPOCR = 0.8              # PP-OCRv6's reading this sure is taken over the house model's (see the docstring)
 UNKNOWN_CONFIDENCE = 0.2       # a line with a character the house model could not name
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
@@ -107,6 +111,8 @@ class RoutingRecognizer:
         """A page of Latin script: the house model's reading, unless its words are of a language
         whose letters the house model cannot write and whose pack is here."""
         language = guess_latin_language(" ".join(outcome.text or "" for outcome in house), installed | HOUSE_LANGUAGES)
+        if language is not None and language != "eng" and ppocr.reads(language):
+            return self._merged(items, house, language, "Latin", language)
         if language is None or language in HOUSE_LANGUAGES or language not in installed:
             return [_labelled(outcome, "Latin", language) for outcome in house]
         return self._merged(items, house, language, "Latin", language)
@@ -127,7 +133,8 @@ class RoutingRecognizer:
         merged = []
         for i, own in enumerate(house):
             other = read.get(i)
-            if other is not None and other.ok and other.text and not house_writes(other.text):
+            if other is not None and other.ok and other.text and (
+                    not house_writes(other.text) or (i in by_lines and (other.confidence or 0) >= TRUST_PPOCR)):
                 chosen = other
             elif own.ok and own.text and (own.confidence or 0) >= KEEP_HOUSE_CONFIDENCE:
                 chosen = own
