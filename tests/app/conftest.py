@@ -50,3 +50,14 @@ def client(api_settings, worker):
 
     with TestClient(create_app(api_settings)) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def live_services(tmp_path_factory):
+    """`ocrserve api` and a worker of their own (embedded broker), shared by the webhook and
+    live-progress tests (tests/app/live_services.py)."""
+    from live_services import start_live_services
+
+    services = start_live_services(tmp_path_factory.mktemp("live"))
+    yield services
+    services.stop()

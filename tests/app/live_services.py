@@ -19,6 +19,10 @@ from service_harness import WorkerProcess, free_port, service_env, wait_for  # n
 from web_harness import ApiProcess  # noqa: E402
 
 MAX_CLOCK_SKEW_S = 300
+LIVE_KEY = "live-test-key"
+LIVE_OTHER_KEY = "live-other-key"
+MAX_STREAMS = 2          # per key, in the API below
+MAX_ATTEMPTS = 3         # per webhook delivery, in the worker below
 
 
 class WebhookReceiver:
@@ -117,3 +121,14 @@ def wait_for_delivery_end(client, job_id: str, headers: dict[str, str], timeout_
         deliveries = client.get(f"/v1/jobs/{job_id}/deliveries", headers=headers).json()["deliveries"]
         return deliveries if deliveries and all(d["state"] != "pending" for d in deliveries) else None
     return wait_for(ended, timeout_s, what="the webhook deliveries")
+
+
+def start_live_services(data_dir: Path) -> LiveServices:
+    """The one set both the webhook and the live-progress tests use (tests/app/conftest.py): the API
+    allows callbacks to 127.0.0.1 and 127.0.0.2, the worker, which delivers, only to 127.0.0.1."""
+    return LiveServices(
+        data_dir, key=LIVE_KEY, other_keys=(LIVE_OTHER_KEY,),
+        api_settings={"webhook_allowed_hosts": "127.0.0.1,127.0.0.2", "max_event_streams_per_key": MAX_STREAMS,
+                      "event_stream_poll_s": 1.0, "event_stream_keepalive_s": 1.0},
+        worker_settings={"webhook_allowed_hosts": "127.0.0.1", "webhook_max_attempts": MAX_ATTEMPTS,
+                         "webhook_retry_backoff_s": 0.3, "webhook_poll_interval_s": 0.2})

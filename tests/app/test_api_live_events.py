@@ -14,22 +14,16 @@ import pytest
 from httpx_sse import connect_sse
 
 from api_helpers import upload
-from live_services import LiveServices
+from live_services import LIVE_KEY, LIVE_OTHER_KEY, LiveServices
 from ocr_samples import multi_page_pdf
 from service_harness import wait_for
 
-KEY = "events-test-key"
-OTHER_KEY = "events-other-key"
-MAX_STREAMS = 2
+KEY, OTHER_KEY = LIVE_KEY, LIVE_OTHER_KEY
 
 
 @pytest.fixture(scope="module")
-def services(tmp_path_factory):
-    live = LiveServices(tmp_path_factory.mktemp("events"), worker_settings={}, key=KEY, other_keys=(OTHER_KEY,),
-                        api_settings={"max_event_streams_per_key": MAX_STREAMS, "event_stream_poll_s": 1.0,
-                                      "event_stream_keepalive_s": 1.0})
-    yield live
-    live.stop()
+def services(live_services):
+    return live_services
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +105,7 @@ def test_waiting_streams_hold_no_store_connection_are_capped_per_key_and_see_new
     from workers.job_store import JobStore
 
     job_id = _queued_job(services)
+    # The key may hold two streams (live_services.MAX_STREAMS).
     with connect_sse(client, "GET", f"/v1/jobs/{job_id}/events") as first, \
             connect_sse(client, "GET", f"/v1/jobs/{job_id}/events") as second:
         assert first.response.status_code == second.response.status_code == 200

@@ -9,11 +9,10 @@ import pytest
 
 from api_helpers import upload
 from job_polling import wait_for_job_view
-from live_services import LiveServices, WebhookReceiver, wait_for_delivery_end
+from live_services import LIVE_KEY, MAX_ATTEMPTS, WebhookReceiver, wait_for_delivery_end
 from ocr_samples import multi_page_pdf
 
-KEY = "webhook-test-key"
-MAX_ATTEMPTS = 3
+KEY = LIVE_KEY
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +24,8 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
-def services(tmp_path_factory):
-    retries = {"webhook_max_attempts": MAX_ATTEMPTS, "webhook_retry_backoff_s": 0.3, "webhook_poll_interval_s": 0.2}
-    live = LiveServices(tmp_path_factory.mktemp("webhooks"),
-                        api_settings={"webhook_allowed_hosts": "127.0.0.1,127.0.0.2"},
-                        worker_settings={"webhook_allowed_hosts": "127.0.0.1", **retries}, key=KEY)
-    yield live
-    live.stop()
+def services(live_services):
+    return live_services
 
 
 @pytest.fixture(scope="module")
