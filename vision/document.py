@@ -34,6 +34,7 @@ from vision.images import ImageInfo, decode_frame, inspect_image
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
                            EncryptedPDFError, InputError, UnsupportedFormatError, VisionLimits)
 from vision.pages import parse_page_selection
+from vision.photo import PageGeometry, straighten_photo
 from vision.text_normal import normalise_text
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
@@ -47,6 +48,7 @@ class RenderedPage:
     image: Image.Image   # RGB
     dpi: float           # pixels per inch of `image`; PDF points = pixels * 72 / dpi
     render_s: float      # seconds spent rendering or decoding
+    geometry: PageGeometry | None = None   # a photo of a page: how it was made flat (`image` is the result)
 
     @property
     def width(self) -> int:
@@ -152,16 +154,19 @@ class Document:
 
     def render_page(self, page_index: int, dpi: float | None = None) -> RenderedPage:
         """The page as an RGB image within `max_page_pixels`. For PDFs `dpi`
-        defaults to the limits' render DPI; images keep their own resolution."""
+        defaults to the limits' render DPI; images keep their own resolution, and a
+        photo of a page is made flat and upright (`vision.photo`; `geometry` says how)."""
         self._check_index(page_index)
         if dpi is not None:
             dpi = self.limits.check_dpi(dpi)
         started = time.perf_counter()
+        geometry = None
         if self._pdf is not None:
             image, used_dpi = self._render_pdf_page(page_index, dpi)
         else:
             image, used_dpi = self._decode_image_page(page_index)
-        return RenderedPage(page_index, image, used_dpi, time.perf_counter() - started)
+            image, geometry = straighten_photo(image)   # flat scans come back as they are
+        return RenderedPage(page_index, image, used_dpi, time.perf_counter() - started, geometry)
 
     def text_words(self, page_index: int, dpi: float, unmapped_as_replacement: bool = False) -> list[TextWord]:
         """The PDF text layer of a page, boxes in pixels at `dpi` (empty for images), its text as

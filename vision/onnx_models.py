@@ -61,6 +61,11 @@ LINE_DETECTOR_PPOCRV4 = BundledModel(
     "rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
     "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9")
 
+# PP-OCR mobile v2.0 text direction classifier (0 or 180 degrees per line), in rapidocr-onnxruntime 1.4.4.
+TEXT_DIRECTION_PPOCR = BundledModel(
+    "rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+    "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c")
+
 
 _lock = threading.Lock()
 _sessions: dict[tuple[str, int], onnxruntime.InferenceSession] = {}

@@ -154,6 +154,7 @@ class PageResult:
     timings: dict[str, float] = field(default_factory=dict)   # seconds per stage
     reason: str | None = None   # a sentence when some regions are not ok, or the text is far short of the lines
     text_layer: str | None = None   # PDF pages in text-layer mode auto or verify: whether its layer was used, and why
+    geometry: dict[str, Any] | None = None   # a photo straightened first (vision.photo.PageGeometry); boxes refer to the result
 
     @property
     def page_number(self) -> int:
@@ -176,10 +177,11 @@ class PageResult:
         return {"file_index": self.file_index, "page": self.page_number, "width": self.width, "height": self.height,
                 "dpi": round(self.dpi, 3), "reason": self.reason, "text_layer": self.text_layer,
                 "timings": {name: round(s, 4) for name, s in self.timings.items()},
-                "regions": [region.to_dict() for region in self.regions]}
+                "regions": [region.to_dict() for region in self.regions],
+                **({"geometry": self.geometry} if self.geometry is not None else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PageResult:
         return cls(int(data["file_index"]), int(data["page"]) - 1, int(data["width"]), int(data["height"]),
                    float(data["dpi"]), tuple(RegionResult.from_dict(r) for r in data["regions"]),
-                   dict(data.get("timings", {})), data.get("reason"), data.get("text_layer"))
+                   dict(data.get("timings", {})), data.get("reason"), data.get("text_layer"), data.get("geometry"))

@@ -87,7 +87,8 @@ class PageWork:
         blocks = [work.block for work in self.blocks]
         reason = " ".join(filter(None, [_page_reason(self.regions), _shortfall(blocks, self.regions)])) or None
         return PageResult(self.file_index, self.page_index, width, height, self.rendered.dpi, tuple(self.regions),
-                          self.timings, reason, text_layer=_layer_note(self.match, self.policy, self.regions))
+                          self.timings, reason, text_layer=_layer_note(self.match, self.policy, self.regions),
+                          geometry=self.rendered.geometry.to_dict() if self.rendered.geometry else None)
 
 
 class Stage(Protocol):
