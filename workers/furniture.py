@@ -67,15 +67,14 @@ def page_roles(regions: Sequence[Placed], width: float, height: float) -> list[s
     left = min((box[0] for box in body_columns), default=None)
     right = max((box[2] for box in body_columns), default=None)
     for i, region in enumerate(regions):
-        if region.role != "body" or region.task != "text" or region.label in ("title", "figure_caption",
-                                                                              "table_caption"):
+        if region.role != "body" or region.task != "text" or region.label in ("figure_caption", "table_caption"):
             continue
         x0, y0, x1, y1 = region.bbox
         in_band = y1 <= NUMBER_BAND * height or y0 >= (1 - NUMBER_BAND) * height
-        if in_band and is_page_number(region.text):
+        if in_band and is_page_number(region.text):   # the layout model labels some bold page numbers titles
             roles[i] = "page_number"
             continue
-        if left is None or right is None:
+        if left is None or right is None or region.label == "title":
             continue
         outside = x1 <= left + 0.005 * width or x0 >= right - 0.005 * width
         if not outside:

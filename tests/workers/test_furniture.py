@@ -43,6 +43,12 @@ def test_a_lone_number_in_the_bottom_band_is_a_page_number_but_not_in_the_body()
     assert page_roles(regions, W, H) == ["body", "page_number", "body"]
 
 
+def test_a_page_number_the_layout_model_calls_a_title_is_still_a_page_number():
+    number = Placed((820, 60, 850, 85), "17", "body", "text", "title")
+    heading = Placed((150, 60, 600, 85), "3.1. INTRODUCTION", "body", "text", "title")
+    assert page_roles([number, heading, _body(200)], W, H) == ["page_number", "header", "body"]
+
+
 def test_line_numbers_and_margin_notes_lie_outside_the_body_columns():
     numbers = Placed((90, 200, 120, 400), "5\n10\n15", "body", "text", "text", ("5", "10", "15"))
     note = Placed((20, 420, 140, 480), "See also the 1998 minutes", "body", "text", "text")
