@@ -10,9 +10,12 @@ numbers), order (one text before another), table (a cell and its neighbours in a
 table), math (a formula that must render like the page's; math_render.py).
 
 Systems, on the same pages in the same run:
-- `ocrserve`: `ocrserve run PDFS --out DIR --formats md,txt,json --force --quiet` over the
-  one-page PDFs, defaults otherwise, as a new user runs it (text layer `auto`, furniture as the
-  default leaves it); text facts read NAME.txt, table and math facts NAME.md;
+- `ocrserve`: `ocrserve run PDFS --out DIR --formats md,txt,json --force --quiet`, defaults
+  otherwise, as a new user runs it (text layer `auto`, furniture as the default leaves it); text
+  facts read NAME.txt, table and math facts NAME.md. By default each document's fact pages go
+  as one PDF, in page order (a user sends the document, not its pages one by one, and running
+  headers are known by repeating across pages); its outputs are split back into pages (the text's
+  form feeds, the Markdown's page markers). `--one-page-pdfs` sends every page as its own PDF;
 - `tesseract`: `tesseract PNG OUT --psm 3 -l eng` on the page rendered at 300 DPI (as
   bench/real_pages.py gives it its best); every fact reads its plain text.
 Prints passed/total per category x split for both systems and the worst failures; writes JSON.
@@ -47,6 +50,37 @@ def run_ocrserve(inputs: list[Path], out: Path) -> dict:
     with open(out / "run.log", "w") as log:
         code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
     return {"wall_s": time.perf_counter() - started, "returncode": code}
+
+
+def document_pdfs(ordered: list, work: Path) -> dict[str, list]:
+    """One PDF per document of its fact pages, in page order: {pdf name: pages}."""
+    import pymupdf
+
+    groups: dict[str, list] = {}
+    for page in sorted(ordered, key=lambda page: (page.doc, page.number)):
+        groups.setdefault(page.doc, []).append(page)
+    (work / "documents").mkdir(parents=True, exist_ok=True)
+    for doc, pages in groups.items():
+        with pymupdf.open() as joined:
+            for page in pages:
+                joined.insert_pdf(pymupdf.open(work / "pdf" / f"{page.name}.pdf"))
+            joined.save(work / "documents" / f"{doc}.pdf")
+    return groups
+
+
+def split_outputs(out: Path, groups: dict[str, list]) -> None:
+    """NAME.txt and NAME.md per page from each document's outputs: text pages end at form feeds,
+    Markdown pages start at `<!-- page N -->`."""
+    import re
+
+    for doc, pages in groups.items():
+        text_file, markdown_file = out / f"{doc}.txt", out / f"{doc}.md"
+        texts = text_file.read_text().split("\f") if text_file.exists() else []
+        markdown = markdown_file.read_text() if markdown_file.exists() else ""
+        parts = re.split(r"^<!-- page \d+ -->\n", markdown, flags=re.MULTILINE)[1:]
+        for k, page in enumerate(pages):
+            (out / f"{page.name}.txt").write_text(texts[k] if k < len(texts) else "")
+            (out / f"{page.name}.md").write_text(parts[k] if k < len(parts) else "")
 
 
 def outputs(system: str, out: Path, name: str) -> tuple[str, str]:
@@ -122,6 +156,8 @@ def main() -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated: " + ",".join(SYSTEMS))
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "facts.json", help="JSON results")
     parser.add_argument("--worst", type=int, default=25, help="failures to list")
+    parser.add_argument("--one-page-pdfs", action="store_true",
+                        help="give ocrserve every page as its own PDF (default: each document's pages as one)")
     parser.add_argument("--no-math-render", action="store_true",
                         help="math facts by LaTeX equality only (no browser)")
     args = parser.parse_args()
@@ -143,13 +179,19 @@ def main() -> int:
         out = args.work / "out" / system
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        if system == "ocrserve":
+        groups = None
+        if system == "ocrserve" and args.one_page_pdfs:
             inputs = [args.work / "pdf" / f"{page.name}.pdf" for page in ordered]
+        elif system == "ocrserve":
+            groups = document_pdfs(ordered, args.work)
+            inputs = [args.work / "documents" / f"{doc}.pdf" for doc in groups]
         else:
             inputs = [args.work / "clean300" / f"{page.name}.png" for page in ordered]
         print(f"{system} on {len(inputs)} pages ...", flush=True)
         runner = run_ocrserve if system == "ocrserve" else run_tesseract
-        runs[system] = runner(inputs, out) | {"pages": len(inputs)}
+        runs[system] = runner(inputs, out) | {"pages": len(ordered), "inputs": len(inputs)}
+        if groups is not None:
+            split_outputs(out, groups)
         print(f"{system} done in {runs[system]['wall_s']:.0f} s (exit {runs[system]['returncode']})", flush=True)
         outs[system] = out
 
