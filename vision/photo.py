@@ -37,6 +37,7 @@ _MAX_CORNER_SKEW = 40.0       # degrees from square at any corner
 _MIN_CONTRAST = 25.0          # grey levels between the page and its background (medians)
 _CURL_SIDE = 1600            # longest side the page's edges are measured at for the curl fit
 _MARGIN = 0.03                # of the page's size kept around it after the homography, for the curl fit
+_EDGE_DEGREE = 4              # of the polynomials fitted to the top and bottom edges (a bow and a little more)
 _MIN_BOW = 0.004              # of the page height: a straighter edge is not dewarped
 _SHADING_KERNEL = 1 / 40      # of the page's longest side: wider than any stroke, narrower than a shadow
 
@@ -186,7 +187,7 @@ def _flatten_curl(warped: np.ndarray, margin: tuple[int, int]) -> tuple[np.ndarr
     tops = np.argmax(mask[:, columns], axis=0) / scale
     bottoms = (mask.shape[0] - np.argmax(mask[::-1, columns], axis=0)) / scale
     xs = columns / scale
-    top_fit, bottom_fit = np.polyfit(xs, tops, 2), np.polyfit(xs, bottoms, 2)
+    top_fit, bottom_fit = np.polyfit(xs, tops, _EDGE_DEGREE), np.polyfit(xs, bottoms, _EDGE_DEGREE)
     page_xs = np.arange(mx, mx + width, dtype=np.float64)
     top, bottom = np.polyval(top_fit, page_xs), np.polyval(bottom_fit, page_xs)
     bow = max(np.ptp(top - np.polyval(np.polyfit(page_xs, top, 1), page_xs)),
