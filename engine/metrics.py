@@ -22,7 +22,7 @@ lock to be read as a consistent pair.
 | ocrserve_prompt_tokens_total, ocrserve_generation_tokens_total | counter | on_request_finished |
 | ocrserve_request_success_total{finish_reason} | counter | on_request_finished |
 | ocrserve_loop_guard_requests_total | counter: finished requests that ran with the loop guard | on_request_finished |
-| ocrserve_loop_guard_stops_total | counter: ... that it stopped (finish reason repetition) | on_request_finished |
+| ocrserve_loop_guard_stops_total | counter: ... that it stopped (finish reason repetition, or stop where house-ocr kept its draft instead) | on_request_finished |
 | ocrserve_time_to_first_token_seconds | histogram | on_first_token |
 | ocrserve_inter_token_latency_seconds | histogram | on_inter_token |
 | ocrserve_retractions_total | counter | on_retract |
@@ -101,7 +101,8 @@ class EngineMetrics:
         self.loop_guard_requests = Counter("ocrserve_loop_guard_requests",
                                            "Finished requests that ran with the loop guard.", registry=r)
         self.loop_guard_stops = Counter("ocrserve_loop_guard_stops",
-                                        "Requests the loop guard stopped (finish reason repetition).", registry=r)
+                                        "Requests the loop guard stopped (their finish reason is repetition, or stop "
+                                        "where the model kept its own draft instead).", registry=r)
 
         self.time_to_first_token = Histogram("ocrserve_time_to_first_token_seconds",
                                              "Seconds from arrival to the first generated token.",
@@ -156,13 +157,13 @@ class EngineMetrics:
         self.inter_token_latency.observe(seconds)
 
     def on_request_finished(self, num_prompt_tokens: int, num_output_tokens: int, finish_reason: str,
-                            loop_guarded: bool = False) -> None:
+                            loop_guarded: bool = False, loop_stopped: bool = False) -> None:
         self.prompt_tokens.inc(num_prompt_tokens)
         self.generation_tokens.inc(num_output_tokens)
         self.request_success.labels(finish_reason=finish_reason).inc()
         if loop_guarded:
             self.loop_guard_requests.inc()
-            if finish_reason == "repetition":
+            if loop_stopped:
                 self.loop_guard_stops.inc()
 
     def on_abort(self) -> None:

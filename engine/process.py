@@ -120,6 +120,9 @@ class StepProcessor:
         self.scheduler.remove(req)
         if rescored is not None:
             self.drafts.replace_output(req, rescored)
+            if rescored.kept_draft:   # a whole reading, ended by its EOS, instead of a loop's start
+                req.finish_reason = "stop"
         if self.metrics is not None:
-            self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), reason,
-                                             loop_guarded=req.loop_guard is not None)
+            self.metrics.on_request_finished(len(req.prompt_ids), len(req.output_ids), req.finish_reason,
+                                             loop_guarded=req.loop_guard is not None,
+                                             loop_stopped=reason == REPETITION_FINISH_REASON)

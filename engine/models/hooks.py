@@ -44,6 +44,9 @@ class FinishedOutput:
     max_output_len: int
     num_top_logprobs: int | None       # the request's `logprobs` (None: not asked for)
     logprobs: list[TokenLogprobs]      # its output tokens' logprobs as decoded (all still pending)
+    # the loop guard stopped the output (engine/loop_guard.py): it is a loop's start, not a reading to
+    # weigh against the draft; the draft is kept where it is a whole reading
+    looped: bool = False
 
 
 @dataclass

@@ -203,7 +203,7 @@ class HouseOcrModel(ModelHooks):
         past = [pool.gather(layer, slots) for layer in range(self.config.num_layers)]
         features = out.multimodal.images[0].pixel_values
         scores = self.rescore(out.prompt_ids, features, output, out.output_log_probs, draft, common, past)
-        if not scores.draft > scores.output:
+        if not (scores.draft > scores.output or out.looped):
             return Rescored(kept_draft=False)
         logprobs = []
         if out.num_top_logprobs is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.loop_guard import REPETITION_FINISH_REASON, LoopGuard
 from engine.models.hooks import FinishedOutput, Rescored
 from engine.stop import StopChecker
 
@@ -59,9 +60,15 @@ class Rescorer:
         return req.draft is not None and req.draft.rescore
 
     def on_finish(self, req: Request, reason: str) -> Rescored | None:
-        """The model's verdict on a rescored request that stopped (not one cut by its length)."""
+        """The model's verdict on a rescored request that stopped (not one cut by its length).
+        One the loop guard stopped keeps the model's draft instead, unless the draft loops too:
+        unguarded, the loop would have run on, and where it ended the draft would have been
+        weighed against a reading its CTC head cannot spell; either way the draft is the line."""
         state = req.draft
-        if state is None or not state.rescore or reason != "stop":
+        looped = reason == REPETITION_FINISH_REASON
+        if state is None or not state.rescore or reason not in ("stop", REPETITION_FINISH_REASON):
+            return None
+        if looped and _draft_loops(req):
             return None
         # the tokens after the one that finished the request were dropped, and so are their scores
         del state.output_log_probs[len(req.output_ids):]
@@ -69,7 +76,8 @@ class Rescorer:
             FinishedOutput(prompt_ids=req.prompt_ids, output_ids=req.output_ids,
                            output_log_probs=state.output_log_probs, draft_ids=state.model_ids,
                            kv_slots=req.kv_slots, multimodal=req.multimodal, max_output_len=req.max_output_len,
-                           num_top_logprobs=req.params.logprobs, logprobs=req.pending_logprobs),
+                           num_top_logprobs=req.params.logprobs, logprobs=req.pending_logprobs,
+                           looped=looped),
             self.pool, self.eos_token_ids)
         if verdict is not None:
             self.num_rescored += 1
@@ -94,3 +102,8 @@ class Rescorer:
         req.output_ids = chosen
         req.stop_checker = checker
         req.pending_text, req.pending_token_ids, req.pending_logprobs = text, list(chosen), rescored.logprobs
+
+
+def _draft_loops(req: Request) -> bool:
+    guard = LoopGuard(req.params.loop_guard, len(req.draft.model_ids))
+    return any(guard.append(token) for token in req.draft.model_ids)
