@@ -112,6 +112,8 @@ def main() -> int:
     parser.add_argument("--docs", default="", help="comma-separated document stems (default: all)")
     parser.add_argument("--work", type=Path, default=None, help="where the runs' outputs go (default: a temp dir)")
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "loop_guard.json")
+    parser.add_argument("--settings", default="on,off",
+                        help="the runs to make; a run left out is read back from --work (its run.json)")
     args = parser.parse_args()
     pages, _ = load_pages(args.split, set(filter(None, args.docs.split(","))), args.max_pages)
     folder, suffix = INPUTS[args.variant]["ocrserve"]
@@ -125,7 +127,11 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="loop-guard-"))
     runs = {}
     for setting in ("on", "off"):
-        runs[setting] = run(inputs, work / setting, setting == "on", text_layer)
+        if setting in args.settings.split(","):
+            runs[setting] = run(inputs, work / setting, setting == "on", text_layer)
+            (work / setting / "run.json").write_text(json.dumps(runs[setting]))
+        else:
+            runs[setting] = json.loads((work / setting / "run.json").read_text())
         print(f"guard {setting}: {runs[setting]}", flush=True)
     found = compare([page.name for page in pages], work / "on", work / "off")
     report = {"variant": args.variant, "split": args.split, "runs": runs, **found,
