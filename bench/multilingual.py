@@ -18,7 +18,8 @@ Systems, each given what serves it best (as bench/real_pages.py does):
   list's pack for the language; `tesseract_eng`: the same with `LANG+eng` (the documents quote
   English commands). Two single-threaded processes at once.
 
-Scores (bench/real_pages_metrics.py's normalisation): per page word recall, and for languages
+Scores (bench/real_pages_metrics.py's normalisation, after joining words hyphenated at a line
+end in every script, `joined_hyphens`, for truth and outputs alike): per page word recall, and for languages
 written without spaces (Chinese, Japanese) character recall: the multiset intersection of the
 output's and the truth's non-space characters over the truth's. Per language the pooled recall
 of its pages. Target (issue 34): per language, ocrserve's recall at least the better Tesseract's,
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -131,7 +133,18 @@ def char_counts(text: str) -> Counter[str]:
     return Counter(char for char in normalise(text) if not char.isspace())
 
 
+_HYPHEN_BREAK = re.compile(r"([^\W\d_])-[ \t]*\n[ \t]*([^\W\d_])")
+
+
+def joined_hyphens(text: str) -> str:
+    """A word hyphenated at a line end joined back in any script ('па-\nкеты' -> 'пакеты'):
+    real_pages_metrics joins only before a-z, so a Cyrillic or Greek truth would keep the halves
+    and count a reader that joins them (ocrserve's paragraphs do) as missing two words."""
+    return _HYPHEN_BREAK.sub(lambda m: m.group(1) + m.group(2) if m.group(2).islower() else m.group(0), text)
+
+
 def scores(output: str, truth: str, unspaced: bool) -> dict:
+    output, truth = joined_hyphens(output), joined_hyphens(truth)
     scored = page_scores(output, truth)
     if unspaced:   # words are not separated: recall of characters
         truth_chars, out_chars = char_counts(truth), char_counts(output)

@@ -115,7 +115,9 @@ class RoutingRecognizer:
             return self._merged(items, house, language, "Latin", language)
         if language is None or language in HOUSE_LANGUAGES or language not in installed:
             return [_labelled(outcome, "Latin", language) for outcome in house]
-        return self._merged(items, house, language, "Latin", language)
+        # with English, as a script's pack gets it: documents quote English words, commands and names
+        packs = f"{language}+eng" if "eng" in installed else language
+        return self._merged(items, house, packs, "Latin", language)
 
     def _merged(self, items: list[RecognitionItem], house: list[RecognitionOutcome], packs: str,
                 script: str | None, language: str) -> list[RecognitionOutcome]:
