@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 
 class StrictModel(BaseModel):
@@ -74,15 +74,6 @@ class ResponseFormat(StrictModel):
     json_schema: JsonSchemaFormat | None = None
 
 
-class LoopGuardFields(StrictModel):
-    """`loop_guard` as an object: the limits a client sets (the rest keep the engine's defaults);
-    their ranges are checked by the engine (`LoopGuardSpec.validate`)."""
-
-    max_repeats: StrictInt | None = None
-    min_run_tokens: StrictInt | None = None
-    max_ngram_size: StrictInt | None = None
-
-
 class GenerationFields(StrictModel):
     """Fields shared by chat and text completions."""
 
@@ -114,7 +105,9 @@ class GenerationFields(StrictModel):
     ebnf: str | None = None
     speculative: StrictBool | None = None
     draft_text: StrictStr | None = None
-    loop_guard: StrictBool | LoopGuardFields | None = None
+    # true, false or an object of limits: checked by the engine (`LoopGuardSpec.from_option`), whose
+    # errors name the field, where a union type here would answer "not a valid boolean" for a bad limit
+    loop_guard: Any = None
 
     @property
     def tenant_key(self) -> str:

@@ -41,10 +41,8 @@ def common_sampling_kwargs(body: GenerationFields) -> dict:
         kwargs["stop"] = as_list(body.stop)
     if body.stop_regex is not None:
         kwargs["stop_regex"] = as_list(body.stop_regex)
-    if isinstance(body.loop_guard, bool):
+    if body.loop_guard is not None:
         kwargs["loop_guard"] = body.loop_guard
-    elif body.loop_guard is not None:
-        kwargs["loop_guard"] = body.loop_guard.model_dump(exclude_none=True)
     grammar = grammar_spec(body)
     if grammar is not None:
         kwargs["grammar"] = grammar
