@@ -32,7 +32,7 @@ from photo_samples import make_photo  # noqa: E402
 from real_pages import BEST_DPI, load_pages, run_ocrserve, run_tesseract  # noqa: E402  bench/ is on sys.path
 from real_pages_metrics import median, page_scores  # noqa: E402
 
-PHOTO_DPI = 180     # the page's resolution inside the photo, before the perspective
+PHOTO_DPI = 150     # the page's resolution inside the photo before the perspective: the flat scan's
 
 
 def build(pages, real: Path, work: Path) -> list:
@@ -72,7 +72,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "photos.json")
     parser.add_argument("--per-split", type=int, default=6, help="documents per split (one page each)")
     parser.add_argument("--worst", type=int, default=5)
+    parser.add_argument("--keep", default="", help="comma-separated variants (flat, photo) whose outputs are reused")
     args = parser.parse_args()
+    args.keep = set(filter(None, args.keep.split(",")))
     pages = []
     for split in ("dev", "held_out"):
         found, _ = load_pages(split, set(), 1)
@@ -82,6 +84,8 @@ def main() -> int:
     for variant in ("flat", "photo"):
         out = args.work / f"out_{variant}"
         out.mkdir(exist_ok=True)
+        if variant in args.keep and all((out / f"{p.name}.json").exists() for p in pages):
+            continue
         print(f"ocrserve on {len(pages)} {variant} pages ...", flush=True)
         runs[f"ocrserve_{variant}"] = run_ocrserve([args.work / variant / f"{p.name}.jpg" for p in pages], out)
     tesseract_out = args.work / "out_tesseract_photo"

@@ -12,9 +12,9 @@ the image is returned as it is (the same object, byte for byte).
 | page outline  | at `_ANALYSIS_SIDE` px: Otsu on blurred grey, closing, largest blob, holes filled; its hull cut to 4 corners (approxPolyDP) | a page filling the frame or cut by it (taken as a scan); paper on a white table |
 | sanity        | blob share of the frame in `_PAGE_SHARE`, touching at most `_MAX_BORDER_TOUCH` of the frame's edge, blob fills its quad, corner angles within `_MAX_CORNER_SKEW` of 90, page brighter than the background by `_MIN_CONTRAST` | |
 | perspective   | a homography from the 4 corners to a rectangle of the sides' mean lengths, with a margin | the aspect of a steeply tilted page is a guess (foreshortening) |
-| curl          | in the straightened image, the page's top and bottom edges per column, fitted by parabolas; each column stretched so both edges become straight (a cylinder bent about a vertical axis) | the squeeze of text along a curl; folds; curls about a horizontal axis |
+| curl          | in the straightened image, the page's top and bottom edges per column (or left and right per row, whichever pair bows more), fitted by quartics; each column stretched so both edges become straight (a cylinder bent about one of the page's axes) | the squeeze of text along a curl; folds; curls about a horizontal axis |
 | shading       | each pixel divided by the paper's brightness (a closing that removes ink, then a wide blur) | hard shadow edges are only softened |
-| orientation   | sideways (`vision.orientation.is_sideways`) on the straightened page, before the curl fit; upside down (`is_upside_down`) on the flattened page | |
+| orientation   | `vision.orientation.upright_rotation` on the flattened page | a page with no lines of print |
 
 Boxes in results refer to the corrected image, and the searchable PDF shows it;
 `PageGeometry` records what was done (the page's corners in the photo as decoded).
@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from vision.orientation import is_sideways, is_upside_down
+from vision.orientation import upright_rotation
 
 _ANALYSIS_SIDE = 640          # longest side of the copy the outline is found on
 _PAGE_SHARE = (0.15, 0.88)    # of the frame's area: outside it, no page outline is trusted
@@ -36,7 +36,7 @@ _MIN_FILL = 0.9               # blob area / quad area: a page is its quad, not a
 _MAX_CORNER_SKEW = 40.0       # degrees from square at any corner
 _MIN_CONTRAST = 25.0          # grey levels between the page and its background (medians)
 _CURL_SIDE = 1600            # longest side the page's edges are measured at for the curl fit
-_MARGIN = 0.03                # of the page's size kept around it after the homography, for the curl fit
+_MARGIN = 0.08                # of the page's size kept around it after the homography, for the curl fit
 _EDGE_DEGREE = 4              # of the polynomials fitted to the top and bottom edges (a bow and a little more)
 _MIN_BOW = 0.004              # of the page height: a straighter edge is not dewarped
 _SHADING_KERNEL = 1 / 40      # of the page's longest side: wider than any stroke, narrower than a shadow
@@ -62,13 +62,10 @@ def straighten_photo(image: Image.Image, num_threads: int = 2) -> tuple[Image.Im
     if quad is None:
         return image, None
     warped, margin = _warp_to_rectangle(rgb, quad)
-    rotation = 0
-    if is_sideways(warped):   # before the curl fit, which takes lines to run across
-        warped, margin, rotation = np.ascontiguousarray(np.rot90(warped, k=-1)), margin[::-1], 90
     page, dewarped = _flatten_curl(warped, margin)
     page = _even_shading(page)
-    if is_upside_down(page, num_threads):
-        page, rotation = np.ascontiguousarray(page[::-1, ::-1]), rotation + 180
+    rotation = upright_rotation(page, num_threads)   # after the curl fit: the detector misses bowed lines
+    page = np.ascontiguousarray(np.rot90(page, k=-rotation // 90))   # rot90 turns counter-clockwise
     quad_tuple = tuple((float(x), float(y)) for x, y in quad)
     return Image.fromarray(page), PageGeometry(quad_tuple, rotation, dewarped)
 
@@ -125,10 +122,22 @@ def _four_corners(hull: np.ndarray) -> np.ndarray | None:
     for tolerance in np.linspace(0.01, 0.12, 23):
         approx = cv2.approxPolyDP(hull, tolerance * perimeter, closed=True)
         if len(approx) == 4:
-            return approx.reshape(4, 2).astype(np.float64)
+            return _to_extremes(approx.reshape(4, 2).astype(np.float64), hull.reshape(-1, 2))
         if len(approx) < 4:
             return None
     return None
+
+
+def _to_extremes(corners: np.ndarray, hull: np.ndarray) -> np.ndarray:
+    """Each corner moved to the hull point farthest out along its diagonal. A curled page's
+    bowed side can pull a vertex of the simplified hull off the corner into the bow; the
+    corner itself stays the extreme point along the diagonal."""
+    centre = corners.mean(axis=0)
+    refined = []
+    for corner in corners:
+        direction = (corner - centre) / (np.linalg.norm(corner - centre) + 1e-9)
+        refined.append(hull[np.argmax((hull - centre) @ direction)])
+    return np.array(refined, dtype=np.float64)
 
 
 def _order(corners: np.ndarray) -> np.ndarray:
@@ -163,41 +172,61 @@ def _warp_to_rectangle(rgb: np.ndarray, quad: np.ndarray) -> tuple[np.ndarray, t
     target = np.float32([[mx, my], [mx + width, my], [mx + width, my + height], [mx, my + height]])
     homography = cv2.getPerspectiveTransform(quad.astype(np.float32), target)
     size = (round(width) + 2 * mx, round(height) + 2 * my)
-    warped = cv2.warpPerspective(rgb, homography, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    # Outside the photo is black: replicated edge pixels would be paper where the page nears the frame.
+    warped = cv2.warpPerspective(rgb, homography, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
     return warped, (mx, my)
 
 
 def _flatten_curl(warped: np.ndarray, margin: tuple[int, int]) -> tuple[np.ndarray, bool]:
-    """The page cut from its margin; where its top or bottom edge bows, each column stretched
-    between the fitted edges (see the module docstring)."""
+    """The page cut from its margin; where a pair of opposite edges bows (top and bottom, or
+    left and right on a page photographed sideways: the pair that bows more), each column (row)
+    stretched between the two fitted edges (see the module docstring)."""
     mx, my = margin
     full_h, full_w = warped.shape[:2]
-    width, height = full_w - 2 * mx, full_h - 2 * my
     scale = min(1.0, _CURL_SIDE / max(full_h, full_w))
     small = cv2.resize(warped, (max(1, round(full_w * scale)), max(1, round(full_h * scale))),
                        interpolation=cv2.INTER_AREA)
     mask, _ = _page_mask(small, side=5)   # a small kernel: it would round the edges being measured
-    flat = warped[my:my + height, mx:mx + width]
+    flat = warped[my:full_h - my, mx:full_w - mx]
     if mask is None:
         return flat, False
+    across = _edge_curves(mask, scale, (mx, my), (full_w - 2 * mx, full_h - 2 * my))
+    along = _edge_curves(mask.T, scale, (my, mx), (full_h - 2 * my, full_w - 2 * mx))
+    if max(across[2], along[2]) < _MIN_BOW:
+        return flat, False
+    if across[2] >= along[2]:
+        return _stretch_columns(warped, across[0], across[1], mx), True
+    turned = np.ascontiguousarray(warped.transpose(1, 0, 2))
+    return np.ascontiguousarray(_stretch_columns(turned, along[0], along[1], my).transpose(1, 0, 2)), True
+
+
+def _edge_curves(mask: np.ndarray, scale: float, margin: tuple[int, int],
+                 size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
+    """The page's top and bottom edge rows fitted over its columns (full-size pixels), and how
+    far the more bowed of the two strays from a straight line, as a share of the page height."""
+    (mx, _), (width, height) = margin, size
     columns = np.arange(round((mx + 0.05 * width) * scale), round((mx + 0.95 * width) * scale))
     columns = columns[mask[:, columns].any(axis=0)]
+    page_xs = np.arange(mx, mx + width, dtype=np.float64)
     if len(columns) < 10:
-        return flat, False
+        return page_xs, page_xs, 0.0
     tops = np.argmax(mask[:, columns], axis=0) / scale
     bottoms = (mask.shape[0] - np.argmax(mask[::-1, columns], axis=0)) / scale
     xs = columns / scale
-    top_fit, bottom_fit = np.polyfit(xs, tops, _EDGE_DEGREE), np.polyfit(xs, bottoms, _EDGE_DEGREE)
-    page_xs = np.arange(mx, mx + width, dtype=np.float64)
-    top, bottom = np.polyval(top_fit, page_xs), np.polyval(bottom_fit, page_xs)
+    top = np.polyval(np.polyfit(xs, tops, _EDGE_DEGREE), page_xs)
+    bottom = np.polyval(np.polyfit(xs, bottoms, _EDGE_DEGREE), page_xs)
     bow = max(np.ptp(top - np.polyval(np.polyfit(page_xs, top, 1), page_xs)),
               np.ptp(bottom - np.polyval(np.polyfit(page_xs, bottom, 1), page_xs)))
-    if bow < _MIN_BOW * height:
-        return flat, False
+    return top, bottom, float(bow / max(1, height))
+
+
+def _stretch_columns(warped: np.ndarray, top: np.ndarray, bottom: np.ndarray, mx: int) -> np.ndarray:
+    """Each page column resampled from its top edge to its bottom edge: the page's height tall."""
+    height = round(float(np.median(bottom - top)))
     rows = np.arange(height, dtype=np.float32)[:, None] / max(1, height - 1)      # [height, 1]
     map_y = (top[None, :] + (bottom - top)[None, :] * rows).astype(np.float32)    # [height, width]
-    map_x = np.broadcast_to(page_xs.astype(np.float32)[None, :], map_y.shape).copy()
-    return cv2.remap(warped, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE), True
+    map_x = np.broadcast_to(np.arange(mx, mx + len(top), dtype=np.float32)[None, :], map_y.shape).copy()
+    return cv2.remap(warped, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _even_shading(page: np.ndarray) -> np.ndarray:
