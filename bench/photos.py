@@ -6,14 +6,14 @@ Pages: the first listed page of the first `--per-split` documents of each split 
 real-page set (bench/real_pages.json, bench/held_out_2026-12-06.json), with the truth and
 images bench/real_pages.py builds (run it first: its `truth/`, `scan/` and `clean300/`).
 - flat: the page's 150-DPI scan-like JPEG (real_pages' `scan` variant, as it is);
-- photo: the page's 300-DPI render scaled to 180 DPI, photographed by
+- photo: the page's 300-DPI render scaled to 150 DPI (the flat scan's), photographed by
   tests/vision/photo_samples.py `make_photo` (curl of 2% of the height, a desk larger than
   the page, a homography moving each corner up to 8% of the page, a light falloff and a
   shadow band, a turn by 0/90/180/270 degrees chosen from the page's name, blur, grain,
   JPEG 85), seeded by the page's name: the same photo every run.
 The JSON results say, per page, the correction ocrserve applied (`geometry`).
 
-    nice -n 10 .venv/bin/python bench/photos.py --per-split 6
+    nice -n 10 .venv/bin/python bench/photos.py --per-split 5   # 10 pages: the machine is loaded
 """
 from __future__ import annotations
 
