@@ -136,3 +136,29 @@ def test_the_text_layer_choice_goes_with_the_job(api, page: Page, tmp_path):
     assert job["text_layer"] == "verify"
     httpx.delete(f"{api.base_url}/v1/jobs/{job['id']}", headers=headers, timeout=10)   # no worker needs to run it
     assert page_problems(page) == []
+
+
+def test_the_languages_choice_goes_with_the_job_and_a_bad_one_is_explained(api, page: Page, tmp_path):
+    import httpx
+
+    from web_harness import KEY
+
+    pdf_path = tmp_path / "languages-choice.pdf"
+    pdf_path.write_bytes(samples.multi_page_pdf(1))
+    sign_in(page, api.base_url)
+    page.locator("details.options > summary").click()
+    languages = page.get_by_role("textbox", name="Languages")
+    expect(languages).to_have_value("")   # empty: detect
+    languages.fill("klingon")
+    page.locator("#file-input").set_input_files(str(pdf_path))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("#upload-messages")).to_contain_text("'klingon' is not a Tesseract language code")
+    languages.fill("eng")   # the refused file is still chosen
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("#upload-messages")).to_contain_text("languages-choice.pdf: queued (1 page)")
+    headers = {"Authorization": f"Bearer {KEY}"}
+    [job] = [j for j in httpx.get(f"{api.base_url}/v1/jobs", headers=headers, timeout=10).json()["jobs"]
+             if j["files"][0]["filename"] == "languages-choice.pdf"]
+    assert job["languages"] == "eng"
+    httpx.delete(f"{api.base_url}/v1/jobs/{job['id']}", headers=headers, timeout=10)
+    assert page_problems(page) == []
