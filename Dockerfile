@@ -12,10 +12,18 @@ FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# tesseract-ocr: the alternative local recogniser (OCRSERVE_RECOGNIZER=tesseract);
-# libgl1, libglib2.0-0: OpenCV, used by the layout and line models.
+# tesseract-ocr: the alternative local recogniser (OCRSERVE_RECOGNIZER=tesseract), and with its
+# language packs and script detection (osd) the reader of other languages the router sends it;
+# libgl1, libglib2.0-0: OpenCV, used by the layout and line models; fonts-dejavu-core,
+# fonts-freefont-ttf: the Unicode fonts of the searchable PDF's invisible text;
+# LibreOffice (-nogui) and bubblewrap: office documents, converted in a sandbox (vision/office.py;
+# the container must allow user namespaces, or office files are refused with 415).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 \
+       tesseract-ocr-osd tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-pol tesseract-ocr-ces \
+       tesseract-ocr-vie tesseract-ocr-rus tesseract-ocr-ell tesseract-ocr-ara tesseract-ocr-chi-sim \
+       tesseract-ocr-jpn fonts-dejavu-core fonts-freefont-ttf \
+       libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/ocrserve
@@ -42,6 +50,9 @@ COPY schemas/ schemas/
 COPY examples/ examples/
 # Editable: the web page and the shipped schemas are found beside the packages.
 RUN pip install -e .
+# PP-OCRv6's multilingual line recogniser ships in this wheel (Apache-2.0); only its ONNX file is
+# used, and its own dependencies would add a second OpenCV build.
+RUN pip install --no-deps rapidocr==3.10.0
 
 RUN useradd --create-home --uid 1000 ocrserve && mkdir /data && chown ocrserve /data
 USER ocrserve
