@@ -46,7 +46,7 @@ export function pageParts(page) {
 }
 
 function renderableBlocks(region) {
-  if (region.status === "failed" || region.task === "skip") return null;
+  if (region.status === "failed" || region.task === "skip" || region.label === "handwriting") return null;
   return region.blocks?.length ? region.blocks : null;
 }
 
@@ -89,6 +89,8 @@ function regionParts(region) {
             { markdown: labels ? `> Text in the figure: ${labels}` : "" }];
   }
   if (!text) return [];
+  // no recogniser here reads handwriting: marked, never passed off as read
+  if (region.label === "handwriting") return [{ markdown: `*[handwriting, low confidence]* ${joinLines(text)}` }];
   if (region.label === "title") return [{ markdown: `## ${joinLines(text)}` }];
   if (region.task === "formula") return [{ markdown: `$$\n${text}\n$$` }];
   if (region.task === "table") return [{ markdown: text }];

@@ -40,6 +40,8 @@ from workers.structure_blocks import BlockType
 from workers.structure_rows import BULLETS, join_lines
 
 _PARAGRAPH_LABELS = {"text", "reference", "figure_caption", "table_caption"}
+HANDWRITING = "handwriting"    # the label workers.pipeline.handwriting gives a handwritten region
+HANDWRITING_MARK = "[handwriting, low confidence]"
 
 
 def build_document_result(job: JobRecord, page_results: dict[tuple[int, int], dict[str, Any]]) -> dict[str, Any]:
@@ -146,7 +148,8 @@ def _page_markdown(regions: list[dict[str, Any]], figure_prefix: str) -> list[st
 def _renderable_blocks(region: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The region's blocks when its Markdown comes from them; None when it is rendered as a whole
     (failed, header or footer, figure, or stored before regions had blocks)."""
-    if region["status"] == "failed" or is_furniture(region) or region["task"] == "skip":
+    if region["status"] == "failed" or is_furniture(region) or region["task"] == "skip" or \
+            region["label"] == HANDWRITING:
         return None
     return region.get("blocks") or None
 
@@ -186,6 +189,8 @@ def _item_markdown(item: dict[str, Any], ordered: bool) -> str:
 
 
 def _region_text(region: dict[str, Any]) -> str:
+    if region["label"] == HANDWRITING and region["text"].strip():
+        return f"{HANDWRITING_MARK} {_join_lines(region['text'])}"
     blocks = region.get("blocks")
     if not blocks or is_furniture(region):
         return region["text"]
@@ -217,6 +222,8 @@ def _region_markdown(region: dict[str, Any], figure_prefix: str) -> str:
         return "\n\n".join(part for part in (image, f"> Text in the figure: {labels}" if labels else "") if part)
     if not text:
         return ""
+    if region["label"] == HANDWRITING:   # no recogniser here reads handwriting: marked, never passed off as read
+        return f"*{HANDWRITING_MARK}* {_join_lines(text)}"
     if region["label"] == "title":
         return f"## {_join_lines(text)}"
     if region["task"] == "formula":

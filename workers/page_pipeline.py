@@ -1,7 +1,8 @@
 """One page, start to finish: a list of named stages over one page's state
 (`workers.pipeline.page.PageWork`), then its `PageResult`.
 
-    layout -> layer match -> plan crops -> recognise -> assemble -> words -> furniture -> figures -> structure
+    layout -> layer match -> plan crops -> recognise -> assemble -> words -> handwriting -> furniture
+    -> figures -> structure
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
@@ -41,6 +42,7 @@ from workers.page_result import PageResult
 from workers.pipeline.assemble import Assemble
 from workers.pipeline.figures import Figures
 from workers.pipeline.furniture import Furniture
+from workers.pipeline.handwriting import Handwriting
 from workers.pipeline.layer_match import LayerMatch
 from workers.pipeline.layout import Layout
 from workers.pipeline.page import PageWork, Stage
@@ -61,6 +63,7 @@ STAGES: tuple[Stage, ...] = (
     Recognise(),
     Assemble(),
     Words(),
+    Handwriting(),
     Furniture(),
     Figures(),
     Structure(),
@@ -69,13 +72,14 @@ STAGES: tuple[Stage, ...] = (
 
 class PagePipeline:
     def __init__(self, recognizer: Recognizer, vision_num_threads: int = 2, stages: Sequence[Stage] = STAGES,
-                 word_alignment: bool = False):
+                 word_alignment: bool = False, mark_handwriting: bool = False):
         """`word_alignment`: recognised lines' word boxes aligned on the line image, not
-        interpolated (`workers.pipeline.words`; costs a recogniser pass per line)."""
+        interpolated (`workers.pipeline.words`; costs a recogniser pass per line).
+        `mark_handwriting`: run the handwriting stage (off by default: see `vision.handwriting`)."""
         self.recognizer = recognizer
         self.vision_num_threads = vision_num_threads
         self.stages = tuple(Words(align=True) if isinstance(stage, Words) and word_alignment else stage
-                            for stage in stages)
+                            for stage in stages if mark_handwriting or not isinstance(stage, Handwriting))
 
     def process(self, document: Document, rendered: RenderedPage, file_index: int,
                 figures_dir: Path | None = None, text_layer: str = TextLayerMode.NEVER,

@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     # interpolated by character widths. Either way their edges then move onto the line's ink gaps
     # (workers/ink_gaps.py), which on clean print makes the two as good (tests/workers/test_word_boxes.py).
     word_alignment: bool = False
+    # Regions of handwriting marked as such, their lines' confidence capped (workers/pipeline/handwriting.py).
+    # Off by default: the classifier (vision/handwriting.py) marks ~5% of text regions on real typeset pages
+    # (code listings, mathematics; bench/handwriting.py --printed) and misses half of unseen hands.
+    mark_handwriting: bool = False
     page_max_retries: int = Field(3, ge=0, le=10)
     page_retry_backoff_s: int = Field(2, ge=1)
     page_time_limit_s: int = Field(600, ge=5)

@@ -1,0 +1,1 @@
+"""The handwriting line classifier (`vision.handwriting`): generated training data and training."""
