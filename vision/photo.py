@@ -57,10 +57,16 @@ class PageGeometry:
 def straighten_photo(image: Image.Image, num_threads: int = 2) -> tuple[Image.Image, PageGeometry | None]:
     """The page of a photo, flat and upright, and what was done; `image` itself and None when it
     does not look like a photo of a page."""
-    rgb = np.asarray(image.convert("RGB"))
-    quad = find_page_quad(rgb)
+    # Only a small copy is made until the image proves to be a photo: a flat scan's pages are
+    # never copied whole here (tests/vision/test_bounded_image_conversion.py bounds the memory).
+    scale = min(1.0, _ANALYSIS_SIDE / max(image.size))
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    small = np.asarray(image.resize(size, Image.Resampling.BOX, reducing_gap=2.0).convert("RGB"))
+    quad = _quad_on_small(small)
     if quad is None:
         return image, None
+    quad = quad / np.array([size[0] / image.width, size[1] / image.height])
+    rgb = np.asarray(image.convert("RGB"))
     warped, margin = _warp_to_rectangle(rgb, quad)
     page, dewarped = _flatten_curl(warped, margin)
     page = _even_shading(page)
@@ -75,8 +81,13 @@ def find_page_quad(rgb: np.ndarray) -> np.ndarray | None:
     passes the checks in the module docstring."""
     height, width = rgb.shape[:2]
     scale = min(1.0, _ANALYSIS_SIDE / max(height, width))
-    small = cv2.resize(rgb, (max(1, round(width * scale)), max(1, round(height * scale))),
-                       interpolation=cv2.INTER_AREA)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    quad = _quad_on_small(cv2.resize(rgb, size, interpolation=cv2.INTER_AREA))
+    return None if quad is None else quad / np.array([size[0] / width, size[1] / height])
+
+
+def _quad_on_small(small: np.ndarray) -> np.ndarray | None:
+    """`find_page_quad` on a copy at most `_ANALYSIS_SIDE` long, corners in its pixels."""
     mask, grey = _page_mask(small)
     if mask is None:
         return None
@@ -90,7 +101,7 @@ def find_page_quad(rgb: np.ndarray) -> np.ndarray | None:
         return None
     if not _square_enough(corners) or not _contrasted(grey, mask):
         return None
-    return _order(corners) / scale
+    return _order(corners)
 
 
 def _page_mask(small: np.ndarray, side: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
