@@ -27,6 +27,7 @@ from vision.onnx_models import TEXT_DIRECTION_PPOCR, get_session
 _DETECT_SIDE = 1280        # longest side the lines are detected at
 _ELONGATED = 2.0           # a box this many times longer one way than the other counts as a line
 _NUM_VOTES = 24            # longest lines sent to the direction classifier
+_PIECES_PER_LINE = 3       # pieces of the classifier's aspect cut from each
 _CLS_HEIGHT, _CLS_WIDTH = 48, 192   # the classifier's input: [batch, 3, 48, 192]
 
 
@@ -64,11 +65,24 @@ def _length(boxes: list[tuple[int, int, int, int]]) -> int:
 
 
 def turned_probability(page: np.ndarray, boxes: list[tuple[int, int, int, int]], num_threads: int = 2) -> float:
-    """Mean probability, over the line crops at `boxes`, that the text is upside down."""
-    batch = np.stack([_classifier_input(page[y0:y1, x0:x1]) for x0, y0, x1, y1 in boxes])
+    """Mean probability, over pieces of the lines at `boxes`, that the text is upside down."""
+    batch = np.stack([_classifier_input(page[y0:y1, x0:x1]) for x0, y0, x1, y1 in _pieces(boxes)])
     session = get_session(TEXT_DIRECTION_PPOCR, num_threads)
     probabilities = session.run(None, {session.get_inputs()[0].name: batch})[0]   # [lines, 2]: 0, 180
     return float(probabilities[:, 1].mean())
+
+
+def _pieces(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Each line cut into up to `_PIECES_PER_LINE` pieces of the classifier's aspect (4:1), from
+    its middle: a whole line squeezed into 192 columns is a smear it reads either way (a
+    letter's 880 x 28 lines, squeezed eightfold, came out "turned" both ways)."""
+    pieces = []
+    for x0, y0, x1, y1 in boxes:
+        piece_w = _CLS_WIDTH * (y1 - y0) // _CLS_HEIGHT
+        count = max(1, min(_PIECES_PER_LINE, (x1 - x0) // max(1, piece_w)))
+        left = (x0 + x1 - count * piece_w) // 2
+        pieces += [(max(x0, left + i * piece_w), y0, min(x1, left + (i + 1) * piece_w), y1) for i in range(count)]
+    return pieces
 
 
 def _classifier_input(crop: np.ndarray) -> np.ndarray:
