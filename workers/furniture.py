@@ -101,17 +101,11 @@ def repeated_roles(pages: Sequence[tuple[float, float, Sequence[Placed]]]) -> li
     candidates: list[tuple[int, int, str, float, str]] = []   # page, region, signature, centre, band
     for p, (width, height, regions) in enumerate(pages):
         for i, region in enumerate(regions):
-            x0, y0, x1, y1 = region.bbox
             text = region.text.strip()
-            if region.role != "body" or region.task != "text" or not text or len(text) > MAX_REPEAT_CHARS \
-                    or (y1 - y0) > MAX_REPEAT_HEIGHT * height:
+            band = _strip_band(region, height) if region.role == "body" else None
+            if band is None:
                 continue
-            if y1 <= REPEAT_BAND * height:
-                band = "header"
-            elif y0 >= (1 - REPEAT_BAND) * height:
-                band = "footer"
-            else:
-                continue
+            y0, y1 = region.bbox[1], region.bbox[3]
             sig = signature(text)
             if sum(ch.isalnum() for ch in sig) < 3 and not is_page_number(text):
                 continue
@@ -130,21 +124,28 @@ def repeated_roles(pages: Sequence[tuple[float, float, Sequence[Placed]]]) -> li
             for (_, height, regions), page_roles_ in zip(pages, roles)]
 
 
+def _strip_band(region: Placed, height: float) -> str | None:
+    """"header" or "footer" for a short text strip in the top or bottom `REPEAT_BAND`, else None."""
+    x0, y0, x1, y1 = region.bbox
+    text = region.text.strip()
+    if region.task != "text" or not text or len(text) > MAX_REPEAT_CHARS or (y1 - y0) > MAX_REPEAT_HEIGHT * height:
+        return None
+    if y1 <= REPEAT_BAND * height:
+        return "header"
+    if y0 >= (1 - REPEAT_BAND) * height:
+        return "footer"
+    return None
+
+
 def _level_with_furniture(regions: Sequence[Placed], roles: list[str], height: float) -> list[str]:
     """A short body strip in the top or bottom `REPEAT_BAND` level with furniture (half its
     height overlapping) is furniture too: the running section title beside a page number."""
     out = list(roles)
     for i, region in enumerate(regions):
-        x0, y0, x1, y1 = region.bbox
-        if out[i] != "body" or region.task != "text" or (y1 - y0) > MAX_REPEAT_HEIGHT * height \
-                or len(region.text.strip()) > MAX_REPEAT_CHARS:
+        band = _strip_band(region, height) if out[i] == "body" else None
+        if band is None:
             continue
-        if y1 <= REPEAT_BAND * height:
-            band = "header"
-        elif y0 >= (1 - REPEAT_BAND) * height:
-            band = "footer"
-        else:
-            continue
+        y0, y1 = region.bbox[1], region.bbox[3]
         for j, other in enumerate(regions):
             if roles[j] in FURNITURE_ROLES and roles[j] not in ("line_numbers", "margin_note") and \
                     min(y1, other.bbox[3]) - max(y0, other.bbox[1]) > 0.5 * (y1 - y0):

@@ -104,19 +104,15 @@ def segment_rows(rows: Sequence[Row], h: float, heading_depth: HeadingTest,
             out.append((_list(items), items[0].rows[0].height))
             items.clear()
 
+    whole = {start: (end, code_block) for start, end in runs.items()} | \
+        {start: (end, table_block) for start, end in tables.items()}   # runs of rows that make one block
     k = 0
     while k < len(rows):
         row, prev = rows[k], (rows[k - 1] if k else None)
-        if k in runs:
+        if k in whole:
             flush()
-            end = runs[k]
-            out.append((code_block(rows[k:end]), row.height))
-            k = end
-            continue
-        if k in tables:
-            flush()
-            end = tables[k]
-            out.append((table_block(rows[k:end]), row.height))
+            end, make = whole[k]
+            out.append((make(rows[k:end]), row.height))
             k = end
             continue
         depth = heading_depth(row, prev, len(rows) == 1)
