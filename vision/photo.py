@@ -9,10 +9,10 @@ the image is returned as it is (the same object, byte for byte).
 
 | step          | how                                                                         | does not handle |
 |---------------|-----------------------------------------------------------------------------|-----------------|
-| page outline  | at `_ANALYSIS_SIDE` px: Otsu on blurred grey, closing, largest blob, holes filled; its hull cut to 4 corners (approxPolyDP) | a page filling the frame or cut by it (taken as a scan); paper on a white table |
+| page outline  | at `_ANALYSIS_SIDE` px: Otsu on blurred grey, closing, largest blob, holes filled; its hull cut to 4 corners (approxPolyDP), each moved to the hull's extreme along its diagonal | a page filling the frame or cut by it (taken as a scan); paper on a white table; dark print reaching the page's edge (cut off with the background) |
 | sanity        | blob share of the frame in `_PAGE_SHARE`, touching at most `_MAX_BORDER_TOUCH` of the frame's edge, blob fills its quad, corner angles within `_MAX_CORNER_SKEW` of 90, page brighter than the background by `_MIN_CONTRAST` | |
 | perspective   | a homography from the 4 corners to a rectangle of the sides' mean lengths, with a margin | the aspect of a steeply tilted page is a guess (foreshortening) |
-| curl          | in the straightened image, the page's top and bottom edges per column (or left and right per row, whichever pair bows more), fitted by quartics; each column stretched so both edges become straight (a cylinder bent about one of the page's axes) | the squeeze of text along a curl; folds; curls about a horizontal axis |
+| curl          | in the straightened image, the page's top and bottom edges per column (or left and right per row, whichever pair bows more), fitted by quartics; each column stretched so both edges become straight (a cylinder bent about one of the page's axes) | the squeeze of text along a curl; folds; a page bowed on both pairs of edges at once |
 | shading       | each pixel divided by the paper's brightness (a closing that removes ink, then a wide blur) | hard shadow edges are only softened |
 | orientation   | `vision.orientation.upright_rotation` on the flattened page | a page with no lines of print |
 
