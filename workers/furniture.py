@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 FURNITURE_ROLES = frozenset({"header", "footer", "page_number", "line_numbers", "margin_note"})
 
-NUMBER_BAND = 0.12          # top/bottom share of the page where a lone page number is furniture
+NUMBER_BAND = 0.15          # top/bottom share of the page where a lone page number is furniture (IEEE's and
+                            # memoir's sit 12-13% above the bottom edge)
 REPEAT_BAND = 0.15          # ... where text repeated across pages is a running header or footer
 MAX_REPEAT_HEIGHT = 0.06    # share of page height: a running header or footer is a strip
 MAX_REPEAT_CHARS = 160
