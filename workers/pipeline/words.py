@@ -12,14 +12,17 @@ session is made on first use.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from vision.crops import crop_box
 from vision.ctc_align import LineAligner
 from vision.document import TextWord
 from workers.line_words import TokenLogprobs, with_words
-from workers.page_result import Box, RegionStatus
+from workers.page_result import Box, RegionResult, RegionStatus
 from workers.pipeline.page import PageWork
+from workers.table_text import band_rows, markdown_table
 
 
 class Words:
@@ -50,10 +53,21 @@ class Words:
             return None if centres is None else [left + x for x in centres]
 
         grey = np.asarray(image.convert("L"))
-        page.regions = [with_words(region, layer, tokens_of, align if self.align else None, grey)
+        page.regions = [_retabulated(with_words(region, layer, tokens_of, align if self.align else None, grey))
                         for region in page.regions]
 
     def _aligner(self, num_threads: int) -> LineAligner:
         if num_threads not in self._aligners:
             self._aligners[num_threads] = LineAligner(num_threads)
         return self._aligners[num_threads]
+
+
+def _retabulated(region: RegionResult) -> RegionResult:
+    """A table read line by line, its Markdown made again now that its lines have word boxes:
+    a line that runs over two cells, or a header over two columns, splits at its wide gaps."""
+    if region.task != "table" or region.source != "ocr" or region.status is not RegionStatus.OK \
+            or not region.lines or not all(line.words for line in region.lines):
+        return region
+    rows = [[(line.bbox, line.text, [(word.bbox, word.text) for word in line.words]) for line in row]
+            for row in band_rows(region.lines)]
+    return replace(region, text=markdown_table(rows))
