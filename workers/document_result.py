@@ -38,6 +38,7 @@ from workers.furniture import FURNITURE_ROLES, Placed, repeated_roles
 from workers.job_model import JobRecord, PageState
 from workers.structure_blocks import BlockType
 from workers.structure_rows import BULLETS, join_lines
+from workers.table_text import pipe_rows
 
 _PARAGRAPH_LABELS = {"text", "reference", "figure_caption", "table_caption"}
 HANDWRITING = "handwriting"    # the label workers.pipeline.handwriting gives a handwritten region
@@ -193,7 +194,7 @@ def _region_text(region: dict[str, Any]) -> str:
         return f"{HANDWRITING_MARK} {_join_lines(region['text'])}"
     blocks = region.get("blocks")
     if not blocks or is_furniture(region):
-        return region["text"]
+        return pipe_rows(region["text"]) if region["task"] == "table" else region["text"]
     lines = region["lines"]
     parts = []
     for block in blocks:
@@ -202,6 +203,8 @@ def _region_text(region: dict[str, Any]) -> str:
         elif block["type"] == BlockType.LIST.value:
             parts.append("\n".join("  " * item.get("depth", 0) + (f"{item['marker']} " if item["marker"] else "")
                                    + item["text"] for item in block["items"]))
+        elif block["type"] == BlockType.TABLE.value:
+            parts.append(pipe_rows(block["text"]))   # plain text carries no HTML
         else:
             parts.append(block["text"])
     return "\n\n".join(part for part in parts if part)

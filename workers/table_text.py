@@ -17,12 +17,14 @@ words being (box, text) pairs (`workers.line_words`, once the words stage has ru
    over several columns, such as a group header). Cells that land in one column of a row are
    joined.
 The first row is the header. A table with a spanning cell is written in HTML (`colspan`), which
-Markdown renderers pass through; any other as a pipe table.
+Markdown renderers pass through; any other as a pipe table. Plain text has no HTML:
+`pipe_rows` writes such a table as pipe rows, a spanning cell's text in its first column.
 """
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from html.parser import HTMLParser
 
 Box = Sequence[float]
 Word = tuple[Box, str]
@@ -188,3 +190,39 @@ def _html(table: list[list[tuple[str, int]]]) -> str:
         return "<tr>" + "".join(cell(text, span, tag) for text, span in cells) + "</tr>"
     body = [row(cells, "td") for cells in table[1:]]
     return "<table>\n<thead>" + row(table[0], "th") + "</thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>"
+
+
+def pipe_rows(text: str) -> str:
+    """A table of `markdown_table` as pipe rows (an HTML one converted, a pipe table as it is)."""
+    if not text.lstrip().startswith("<table>"):
+        return text
+    parser = _HtmlCells()
+    parser.feed(text)
+    rows = [[cell for cell_text, span in row for cell in [cell_text] + [""] * (span - 1)] for row in parser.rows]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    rows = [row + [""] * (width - len(row)) for row in rows]
+    return "\n".join([_row(rows[0]), "| " + " | ".join("---" for _ in range(width)) + " |"] + [_row(r) for r in rows[1:]])
+
+
+class _HtmlCells(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[tuple[str, int]]] = []
+        self._cell: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows:
+            self._cell = ["", int(dict(attrs).get("colspan") or 1)]
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append((self._cell[0], self._cell[1]))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[0] += data

@@ -110,3 +110,18 @@ def test_the_words_stage_remakes_a_table_from_its_word_boxes():
     not_a_table = RegionResult(0, "text", "text", "body", (0, 0, 1, 1), (0, 0, 1, 1), "old", RegionStatus.OK,
                                lines=lines)
     assert _retabulated(not_a_table) is not_a_table
+
+
+def test_plain_text_writes_a_spanning_table_as_pipe_rows_not_html():
+    from workers.document_result import _region_text
+
+    rows = [[(box, text) for box, text, _ in row] for row in SPECIAL_CHARACTERS]
+    html_table = markdown_table(rows)
+    region = {"label": "table", "task": "table", "role": "body", "text": html_table, "lines": [],
+              "blocks": [{"type": "table", "text": html_table, "lines": []}]}
+    plain = _region_text(region)
+    assert "<" not in plain and ">" not in plain.replace("→", "")
+    grid = _pipe_grid(plain)
+    assert grid[0] == ["Non-English or Math Frequency", "", "Comments"]
+    assert grid[3] == ["Ψ", "1 in 40,000 Unexplained usage", ""]
+    assert _region_text(dict(region, blocks=[])) == plain
