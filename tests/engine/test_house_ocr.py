@@ -284,7 +284,8 @@ def test_the_fused_encoder_graph_gives_the_original_features(crops):
 # CTC draft disagree on some of them (the test checks that it happens).
 HARD_LINES = [("THE ENTIRE RISK AS TO THE QUALITY AND PERFORMANCE OF THE PROGRAM IS WITH YOU. SHOULD THE "
                "PROGRAM PROVE", font, size) for font, size in (("DejaVuSans.ttf", 10), ("DejaVuSansMono.ttf", 10),
-                                                                ("DejaVuSerif.ttf", 9))]
+                                                                ("DejaVuSerif.ttf", 9), ("DejaVuSerif.ttf", 10),
+                                                                ("DejaVuSansMono.ttf", 8))]
 HARD_LINES.append(("Source Code Form that contains any Covered Software. Public License, restricting the Ancillary "
                    "property", "DejaVuSerif.ttf", 9))
 
