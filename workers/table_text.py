@@ -44,17 +44,16 @@ def markdown_table(rows: Sequence[Sequence[tuple]]) -> str:
     table: list[list[list]] = []   # per row: per column [text, span]
     for row in rows:
         cells: list[list] = [["", 1] for _ in columns]
-        for box, text, _ in row:
-            for index, span, part in _placed(box, text, columns):
-                cells[index][0] = f"{cells[index][0]} {part}".strip()
-                cells[index][1] = max(cells[index][1], span)
+        for box, text in row:
+            index, span = _placed(box, columns)
+            cells[index][0] = f"{cells[index][0]} {text}".strip()
+            cells[index][1] = max(cells[index][1], span)
         table.append(cells)
     used = [c for c in range(len(columns)) if any(row[c][0] for row in table)]   # a split can leave a column no cell chose
     table = [_without_covered([row[c] for c in used]) for row in table]
-    columns = [columns[c] for c in used]
     if any(span > 1 for row in table for _, span in row):
         return _html(table)
-    lines = [_row([text for text, _ in table[0]]), "| " + " | ".join("---" for _ in columns) + " |"]
+    lines = [_row([text for text, _ in table[0]]), "| " + " | ".join("---" for _ in used) + " |"]
     lines += [_row([text for text, _ in cells]) for cells in table[1:]]
     return "\n".join(lines)
 
@@ -74,13 +73,13 @@ def band_rows(lines: Sequence) -> list[list]:
     return [sorted(row, key=lambda ln: ln.bbox[0]) for row in rows]
 
 
-def _cells(item: tuple) -> list[tuple[Box, str, list[Word]]]:
+def _cells(item: tuple) -> list[tuple[Box, str]]:
     box, text = item[0], item[1].strip()
     words = [(w[0], w[1]) for w in (item[2] if len(item) > 2 else ()) if w[1].strip()]
     if not text:
         return []
     if " ".join(w for _, w in words).split() != text.split():
-        return [(box, text, [])]   # words that do not spell the line cannot place its parts
+        return [(box, text)]   # words that do not spell the line cannot place its parts
     heights = sorted(w[0][3] - w[0][1] for w in words)
     gap = CELL_GAP * (heights[len(heights) // 2] if heights else box[3] - box[1])   # the print's height, not the box's
     groups: list[list[Word]] = []
@@ -90,22 +89,22 @@ def _cells(item: tuple) -> list[tuple[Box, str, list[Word]]]:
         else:
             groups.append([word])
     if len(groups) <= 1:
-        return [(box, text, words)]
-    return [((g[0][0][0], box[1], g[-1][0][2], box[3]), " ".join(w for _, w in g), g) for g in groups]
+        return [(box, text)]
+    return [((g[0][0][0], box[1], g[-1][0][2], box[3]), " ".join(w for _, w in g)) for g in groups]
 
 
 def _shapes(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
-def _columns(rows: list[list[tuple[Box, str, list[Word]]]]) -> list[tuple[float, float]]:
-    shaping = [r for r, row in enumerate(rows) if sum(_shapes(text) for _, text, _ in row) >= 2] \
+def _columns(rows: list[list[tuple[Box, str]]]) -> list[tuple[float, float]]:
+    shaping = [r for r, row in enumerate(rows) if sum(_shapes(text) for _, text in row) >= 2] \
         or range(len(rows))
-    spans = [(box[0], box[2], r) for r in shaping for box, text, _ in rows[r] if _shapes(text)]
+    spans = [(box[0], box[2], r) for r in shaping for box, text in rows[r] if _shapes(text)]
     if not spans:
-        spans = [(box[0], box[2], r) for r, row in enumerate(rows) for box, _, _ in row]
+        spans = [(box[0], box[2], r) for r, row in enumerate(rows) for box, _ in row]
     bridging = max(1, int(BRIDGE_SHARE * len(shaping)))
-    heights = sorted(box[3] - box[1] for row in rows for box, _, _ in row)
+    heights = sorted(box[3] - box[1] for row in rows for box, _ in row)
     min_gap = MIN_SPLIT_GAP * heights[len(heights) // 2]
     merged: list[list] = []
     for x0, x1, r in sorted(spans):
@@ -153,14 +152,14 @@ def _column_of(x0: float, x1: float, columns: list[tuple[float, float]]) -> int:
     return min(range(len(columns)), key=lambda i: abs((columns[i][0] + columns[i][1]) / 2 - centre))
 
 
-def _placed(box: Box, text: str, columns: list[tuple[float, float]]):
-    """(column, span, text) of one cell."""
+def _placed(box: Box, columns: list[tuple[float, float]]) -> tuple[int, int]:
+    """(first column, columns spanned) of one cell."""
     touched = [i for i, column in enumerate(columns) if _overlap(box[0], box[2], column) > 0]
     covered = [i for i in touched
                if _overlap(box[0], box[2], columns[i]) >= SPAN_COVER * (columns[i][1] - columns[i][0])]
     if len(covered) > 1 and covered == list(range(covered[0], covered[-1] + 1)):
-        return [(covered[0], len(covered), text)]
-    return [(_column_of(box[0], box[2], columns), 1, text)]
+        return covered[0], len(covered)
+    return _column_of(box[0], box[2], columns), 1
 
 
 def _without_covered(cells: list[list]) -> list[tuple[str, int]]:
