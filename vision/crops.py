@@ -40,7 +40,11 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
     """A text line (`vision.lines.TextLine`) cut out upright: a skewed line is rotated about
     its centre so its baseline is level, and only its own rectangle (plus the margin) is kept,
     not the slices of neighbouring lines its axis-aligned box holds. Pixels beyond the page
-    repeat its edge. A level line is a plain `crop_image`."""
+    repeat its edge. A level line is a plain `crop_image`; a vertical one (`TextLine.vertical`)
+    is turned to run across, its top at the left, and turned round where it was printed the
+    other way (`vision.orientation.line_is_turned`)."""
+    if getattr(line, "vertical", False):
+        return _vertical_crop(image, line, margin_px)
     if abs(line.angle) < 0.05:
         return crop_image(image, line.bbox, margin_px)
     length, thickness = line.upright_size
@@ -59,6 +63,15 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
     upright = cv2.warpAffine(pixels, matrix, (width, height), flags=cv2.INTER_LINEAR,
                              borderMode=cv2.BORDER_REPLICATE)
     return Image.fromarray(upright)
+
+
+def _vertical_crop(image: Image.Image, line, margin_px: int) -> Image.Image:
+    from vision.orientation import line_is_turned   # the direction classifier: only for vertical lines
+
+    across = crop_image(image, line.bbox, margin_px).transpose(Image.Transpose.ROTATE_90)   # anticlockwise
+    if line_is_turned(np.asarray(across if across.mode == "RGB" else across.convert("RGB"))):
+        return across.transpose(Image.Transpose.ROTATE_180)
+    return across
 
 
 def crop_array(image: np.ndarray, bbox: Sequence[float], margin_px: int = DEFAULT_MARGIN_PX) -> np.ndarray:

@@ -28,6 +28,10 @@ _MIN_BLOB_SIDE = 3      # shorter side of a blob, in map pixels, below which it 
 _PAD = 16               # white border added around inputs so lines touching the edge keep their ends
 _MIN_ANGLE_ASPECT = 3.0 # a blob's angle is trusted only when it is this many times longer than thick
 MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text, noise), not rotated
+# a level box at least this many times taller than wide is a vertical line: a column of Chinese or
+# Japanese, or a label set on its side (a form's section names). A lone glyph's box ("1", "l"),
+# grown by the detector's unclip on every side, stays under it.
+VERTICAL_ASPECT = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,13 @@ class TextLine:
         length = (width * cos - height * sin) / cos2
         thickness = (height * cos - width * sin) / cos2
         return float(max(length, 1.0)), float(min(max(thickness, 1.0), height))
+
+    @property
+    def vertical(self) -> bool:
+        """Whether the line runs down the page (`VERTICAL_ASPECT`); it is cut out turned to run
+        across (`vision.crops.crop_line`) and ordered in columns (`vision.reading_order`)."""
+        width, height = self.bbox[2] - self.bbox[0], self.bbox[3] - self.bbox[1]
+        return abs(self.angle) < 1e-6 and height >= VERTICAL_ASPECT * max(width, 1)
 
     @property
     def band(self) -> tuple[float, float]:

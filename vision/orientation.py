@@ -53,6 +53,19 @@ def _upside_down(page: np.ndarray, boxes: list[tuple[int, int, int, int]], num_t
     return turned_probability(page, boxes, num_threads) > turned_probability(flipped, flipped_boxes, num_threads)
 
 
+def line_is_turned(crop: np.ndarray, num_threads: int = 2) -> bool:
+    """Whether one line's crop (RGB, running across) reads upside down: the classifier asked
+    both ways, as for a page. A vertical line is cut out turned a quarter anticlockwise, which
+    sets a column of Chinese or Japanese and a label printed bottom to top upright, and one
+    printed top to bottom upside down."""
+    height, width = crop.shape[:2]
+    if height < 2 or width < 2:
+        return False
+    box = [(0, 0, width, height)]
+    flipped = np.ascontiguousarray(crop[::-1, ::-1])
+    return turned_probability(crop, box, num_threads) > turned_probability(flipped, box, num_threads)
+
+
 def _lines(detector: LineDetector, page: np.ndarray) -> list[tuple[int, int, int, int]]:
     """Boxes of the lines that run across the page, longest first."""
     boxes = [line.bbox for line in detector.detect(page)]

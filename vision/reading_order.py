@@ -239,9 +239,27 @@ def order_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     `MIN_LINE_COLUMN_LINES` lines and have lines of text, not cells (`MIN_LINE_COLUMN_ASPECT`),
     so a row split by the detector, a table of contents' page numbers, a short label beside
     its text or a printed matrix's columns of numbers stays in rows. Rows use the lines' own bands."""
+    if lines and 2 * sum(line.vertical for line in lines) > len(lines):
+        return order_vertical_lines(lines)
     boxes = [(line.bbox[0], line.band[0], line.bbox[2], line.band[1]) for line in lines]
     order = _xy_cut(list(range(len(lines))), boxes, LINE_RULES)
     return [lines[i] for i in order]
+
+
+def order_vertical_lines(lines: Sequence[TextLine]) -> list[TextLine]:
+    """Lines of vertical writing (Chinese, Japanese) in reading order: columns right to left,
+    each top to bottom. Lines whose horizontal extents overlap by `SAME_ROW_OVERLAP` of the
+    narrower are one column (the detector splits a column at a wide gap, after a full stop)."""
+    columns: list[list[TextLine]] = []
+    extent = (0.0, 0.0)   # of the current column's first line
+    for line in sorted(lines, key=lambda ln: (-(ln.bbox[0] + ln.bbox[2]) / 2, ln.bbox[1])):
+        overlap = min(extent[1], line.bbox[2]) - max(extent[0], line.bbox[0])
+        if columns and overlap >= SAME_ROW_OVERLAP * min(extent[1] - extent[0], line.bbox[2] - line.bbox[0]):
+            columns[-1].append(line)
+        else:
+            columns.append([line])
+            extent = (line.bbox[0], line.bbox[2])
+    return [line for column in columns for line in sorted(column, key=lambda ln: ln.bbox[1])]
 
 
 def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:

@@ -33,11 +33,11 @@ import numpy as np
 import pymupdf
 
 from vision.document import TextWord
+from vision.lines import VERTICAL_ASPECT   # a line box this many times taller than wide is read top to bottom
 from workers.ink_gaps import snapped_to_gaps
 from workers.page_result import Box, LineResult, RegionResult, WordResult
 
 MIN_WORD_IN_LINE = 0.5      # share of a layer word's box inside a line's box that makes it a candidate
-VERTICAL_ASPECT = 2.0       # a line box this many times taller than wide is read top to bottom
 _WORD = re.compile(r"\S+")
 
 TokenLogprobs = Sequence[tuple[str, float]]

@@ -25,6 +25,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image
 
+from vision.lines import VERTICAL_ASPECT
 from vision.scripts import visual_order
 from workers.data_dir import fsync_dir
 from workers.page_result import Box, PageResult
@@ -163,12 +164,21 @@ def _insert_invisible_line(page: pymupdf.Page, box: Box, text: str, fonts: set[s
         return
     font = font_for(text)
     ascender, descender = font.ascender, font.descender
-    fontsize = height / (ascender - descender)
-    natural_width = font.font.text_length(text, fontsize=fontsize)
-    if natural_width <= 0:
+    vertical = height >= VERTICAL_ASPECT * width and len(text) > 1
+    fontsize = (width if vertical else height) / (ascender - descender)
+    natural_length = font.font.text_length(text, fontsize=fontsize)
+    if natural_length <= 0:
         return
     ensure_on_page(page, font, fonts)
+    if vertical:
+        # a column (vertical Chinese or Japanese, a label set on its side): the text runs down the
+        # box, turned a quarter clockwise, so a selection covers the column
+        baseline = pymupdf.Point(x0 - descender * fontsize, y0)
+        stretch = pymupdf.Matrix(1, height / natural_length)
+        page.insert_text(baseline, text, fontsize=fontsize, fontname=font.name, render_mode=INVISIBLE,
+                         rotate=270, morph=(baseline, stretch))
+        return
     baseline = pymupdf.Point(x0, y1 + descender * fontsize)
-    stretch = pymupdf.Matrix(width / natural_width, 1)
+    stretch = pymupdf.Matrix(width / natural_length, 1)
     page.insert_text(baseline, text, fontsize=fontsize, fontname=font.name, render_mode=INVISIBLE,
                      morph=(baseline, stretch))

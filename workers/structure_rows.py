@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vision.lines import VERTICAL_ASPECT
+from vision.scripts import UNSPACED, script_of_char
 from workers.page_result import LineResult
 
 Box = tuple[float, float, float, float]
@@ -80,6 +82,8 @@ def region_rows(lines: Sequence[LineResult]) -> list[Row]:
 
 def _same_row(boxes: list[Box], box: Box) -> bool:
     last = boxes[-1]
+    if _vertical(last) or _vertical(box):
+        return False   # columns of vertical writing side by side are lines one after the other
     overlap = min(last[3], box[3]) - max(last[1], box[1])
     shorter = min(last[3] - last[1], box[3] - box[1])
     return overlap >= SAME_ROW_OVERLAP * shorter and box[0] >= last[2] - shorter
@@ -94,9 +98,24 @@ def join_lines(texts: Sequence[str]) -> str:
             continue
         if len(joined) > 1 and joined.endswith("-") and joined[-2].isalpha():
             joined = (joined[:-1] if line[:1].islower() else joined) + line
+        elif _unspaced(joined[-1:]) and _unspaced(line[0]):
+            joined += line   # Chinese, Japanese, Thai...: no space between words, none at a line break
         else:
             joined = f"{joined} {line}" if joined else line
     return joined
+
+
+def _vertical(box: Box) -> bool:
+    return box[3] - box[1] >= VERTICAL_ASPECT * max(box[2] - box[0], 1)
+
+
+def _unspaced(char: str) -> bool:
+    """A character of a script written without spaces, or CJK punctuation (the ideographic full
+    stop and comma, full-width forms)."""
+    if not char:
+        return False
+    code = ord(char)
+    return script_of_char(char) in UNSPACED or 0x3000 <= code <= 0x303F or 0xFF00 <= code <= 0xFF65
 
 
 def list_marker(text: str) -> tuple[str, str, bool] | None:

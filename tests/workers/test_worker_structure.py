@@ -9,6 +9,7 @@ from workers.document_result import render_markdown, render_text
 from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
 from workers.structure import page_blocks, with_structure
 from workers.structure_blocks import Block, BlockType, ListItem
+from workers.structure_rows import join_lines, region_rows
 
 WIDTH, HEIGHT, DPI = 1275, 1650, 150.0
 RIGHT = 1090        # the text column's right edge
@@ -312,6 +313,20 @@ def test_hyphenated_words_are_joined_in_prose_and_items():
     [[paragraph]] = blocks_of(region(0, "text", prose))
     assert paragraph.text == \
         "Many experiments are best described by data frames, as in S-PLUS and in 1990– 2 releases."
+
+
+def test_lines_of_writing_without_spaces_join_without_one():
+    assert join_lines(["吾輩は猫である。名前はま", "だ無い。", "どこで生れたか"]) == "吾輩は猫である。名前はまだ無い。どこで生れたか"
+    assert join_lines(["中文的句子，", "下一行"]) == "中文的句子，下一行"
+    assert join_lines(["日本語の文 and", "English words"]) == "日本語の文 and English words"
+
+
+def test_columns_of_vertical_writing_are_lines_one_after_the_other():
+    # three columns right to left, as the reading order gives them: never one row of three
+    columns = [((937, 118, 1006, 911), "吾輩は猫である。名前はま"), ((826, 115, 896, 910), "だ無い。どこで生れたかと"),
+               ((722, 123, 780, 644), "んと見当がつかぬ。")]
+    rows = region_rows([LineResult(box, text) for box, text in columns])
+    assert [row.texts for row in rows] == [(text,) for _, text in columns]
 
 
 def test_a_centred_numbered_line_is_an_equation():

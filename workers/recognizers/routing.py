@@ -10,6 +10,7 @@ house model first, and the page then decides, from that reading:
 | house reading confident, language of Latin-1    | median confidence, `guess_latin_language`  | house |
 | house reading confident, other Latin language   | the same (Polish, Czech, Vietnamese...)    | both, merged, that pack |
 | the same, a language PP-OCRv6 reads but English | the same (German, French, Polish...)       | both, merged, PP-OCRv6 first |
+| house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
 
@@ -32,13 +33,15 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
+from PIL import Image
+
 from vision.layout import RecognitionTask
-from vision.scripts import script_of_text
+from vision.scripts import script_counts, script_of_text
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, Recognizer
 from workers.recognizers import ppocr
 from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, guess_latin_language, house_writes,
                                            installed_languages, latin_language_evidence, packs_for_script)
-from workers.recognizers.script_id import identify_script
+from workers.recognizers.script_id import KANA_SHARE, SAMPLE_LINES, identify_script
 from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
 
@@ -48,6 +51,8 @@ KEEP_HOUSE_CONFIDENCE = 0.8    # a Latin-1 line the house model read this confid
 # script identified too: the house model reads Cyrillic as Latin-looking words at 0.9 and more
 MIN_LANGUAGE_WORD_SHARE = 0.08
 TRUST_PPOCR = 0.8              # PP-OCRv6's reading this sure is taken over the house model's (see the docstring)
+# of the letters PP-OCRv6 reads in a hard page's sample lines: Chinese or Japanese (`_cjk_script`)
+CJK_SHARE = 0.6
 UNKNOWN_CONFIDENCE = 0.2       # a line with a character the house model could not name
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
@@ -95,6 +100,10 @@ class RoutingRecognizer:
             return self._latin_page(items, house, installed)
         hard = [item.image for item, outcome in zip(items, house)
                 if item.is_single_line and (not outcome.ok or (outcome.confidence or 0) < KEEP_HOUSE_CONFIDENCE)]
+        cjk = self._cjk_script(hard or [item.image for item in items])
+        if cjk is not None:
+            packs = packs_for_script(cjk, installed) or ("jpn" if cjk == "Japanese" else "chi_sim")
+            return self._merged(items, house, packs, cjk, packs.split("+")[0])
         guess = identify_script(hard or [item.image for item in items], installed, self.tesseract_cmd,
                                 self.num_processes)
         if guess.script == "Latin" or (guess.script is None and guess.pack is not None):
@@ -105,6 +114,25 @@ class RoutingRecognizer:
                     (outcome.confidence or 0) >= KEEP_HOUSE_CONFIDENCE and outcome.text
                     else _unreadable(outcome, guess.script) for outcome in house]
         return self._merged(items, house, packs, guess.script, packs.split("+")[0])
+
+    def _cjk_script(self, images: list[Image.Image]) -> str | None:
+        """"Han" or "Japanese" where PP-OCRv6 reads the widest of the page's hard lines as Chinese
+        characters (`CJK_SHARE` of their letters), sure of them (`TRUST_PPOCR`); else None.
+        Asked before Tesseract's packs: they read columns of vertical writing, cut out turned to
+        run across, as noise (a vertical Japanese page came out as Arabic), where PP-OCRv6 reads
+        them whole."""
+        if ppocr.model_path() is None:
+            return None
+        sample = sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES]
+        read = PPOCRLineRecognizer(self.num_processes).recognize(
+            [RecognitionItem(image, RecognitionTask.TEXT, is_single_line=True) for image in sample])
+        confidences = [o.confidence for o in read if o.ok and o.text and o.confidence is not None]
+        counts = script_counts(" ".join(o.text or "" for o in read if o.ok))
+        han_or_kana = counts["Han"] + counts["Japanese"]
+        if (not confidences or statistics.median(confidences) < TRUST_PPOCR
+                or han_or_kana < max(3, CJK_SHARE * sum(counts.values()))):
+            return None
+        return "Japanese" if counts["Japanese"] >= max(3, KANA_SHARE * han_or_kana) else "Han"
 
     def _latin_page(self, items: list[RecognitionItem], house: list[RecognitionOutcome],
                     installed: frozenset[str]) -> list[RecognitionOutcome]:
