@@ -23,7 +23,7 @@ from vision.layout import LayoutDetector, RecognitionTask, Region
 from vision.line_assignment import assign_lines
 from vision.lines import LineDetector, TextLine
 from vision.onnx_models import DEFAULT_NUM_THREADS
-from vision.reading_order import PageRole, order_lines, order_regions, order_text_lines
+from vision.reading_order import PageRole, joined_column_pieces, order_lines, order_regions, order_text_lines
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,9 @@ def _labelled_for(region: Region, role: PageRole) -> Region:
 
 def _ordered_lines(region: Region, lines: tuple[TextLine, ...]) -> list[TextLine]:
     """A table's lines in rows (its cells are laid out by row); any other region's as text."""
-    return order_lines(lines) if region.task is RecognitionTask.TABLE else order_text_lines(lines)
+    if region.task is RecognitionTask.TABLE:
+        return order_lines(lines)
+    return order_text_lines(joined_column_pieces(lines) if any(line.vertical for line in lines) else lines)
 
 
 def _as_rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:

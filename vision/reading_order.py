@@ -246,6 +246,26 @@ def order_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     return [lines[i] for i in order]
 
 
+def joined_column_pieces(lines: Sequence[TextLine]) -> list[TextLine]:
+    """Vertical lines with the pieces of one column joined: the detector cuts a column of
+    Japanese after a full stop into two boxes that overlap down the page, and each piece read
+    alone gives the characters in the overlap twice. Pieces are joined where their horizontal
+    extents overlap by `SAME_ROW_OVERLAP` of the narrower and their vertical ones overlap at all."""
+    pieces = sorted((line for line in lines if line.vertical), key=lambda ln: ln.bbox[1])
+    joined: list[TextLine] = []
+    for line in pieces:
+        for k, kept in enumerate(joined):
+            across = min(kept.bbox[2], line.bbox[2]) - max(kept.bbox[0], line.bbox[0])
+            narrower = min(kept.bbox[2] - kept.bbox[0], line.bbox[2] - line.bbox[0])
+            if across >= SAME_ROW_OVERLAP * narrower and line.bbox[1] < kept.bbox[3]:
+                joined[k] = TextLine((min(kept.bbox[0], line.bbox[0]), kept.bbox[1], max(kept.bbox[2], line.bbox[2]),
+                                      max(kept.bbox[3], line.bbox[3])), max(kept.score, line.score))
+                break
+        else:
+            joined.append(line)
+    return [line for line in lines if not line.vertical] + joined
+
+
 def order_vertical_lines(lines: Sequence[TextLine]) -> list[TextLine]:
     """Lines of vertical writing (Chinese, Japanese) in reading order: columns right to left,
     each top to bottom. Lines whose horizontal extents overlap by `SAME_ROW_OVERLAP` of the

@@ -9,7 +9,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from vision.crops import crop_line
 from vision.lines import LineDetector, TextLine
-from vision.reading_order import order_text_lines
+from vision.reading_order import joined_column_pieces, order_text_lines
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 LABEL = "Adjusted Gross Income"
@@ -84,3 +84,13 @@ def test_a_japanese_column_is_detected_as_vertical_lines():
     image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3)
     lines = LineDetector().detect(image)
     assert lines and all(line.vertical for line in lines), lines
+
+
+def test_the_pieces_of_a_column_split_at_a_full_stop_are_joined():
+    top, bottom = TextLine((826, 115, 896, 320), 0.8), TextLine((831, 287, 892, 910), 0.7)
+    beside = TextLine((722, 123, 780, 644), 0.9)   # the next column: kept apart
+    below = TextLine((828, 940, 894, 1200), 0.9)   # a gap down the column: a new paragraph, kept apart
+    level = TextLine((100, 1300, 900, 1340), 0.9)
+    joined = joined_column_pieces([level, bottom, beside, top, below])
+    assert level in joined and beside in joined and below in joined
+    assert TextLine((826, 115, 896, 910), 0.8) in joined and len(joined) == 4
