@@ -31,6 +31,7 @@ from PIL import Image
 
 from vision.formats import PDF_HEADER_WINDOW, DocumentKind, sniff_kind
 from vision.images import ImageInfo, decode_frame, inspect_image
+from vision.layer_math import PageMaths
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
                            EncryptedPDFError, InputError, UnsupportedFormatError, VisionLimits)
 from vision.pages import parse_page_selection
@@ -208,6 +209,15 @@ class Document:
         images = [PaintedImage(pixels(bbox), seqno) for seqno, (kind, bbox) in enumerate(page.get_bboxlog())
                   if kind in ("fill-image", "fill-imgmask")]
         return texts, images
+
+    def page_maths(self, page_index: int, dpi: float) -> PageMaths | None:
+        """The PDF page's glyphs and rules, for formulas as LaTeX (`vision.layer_math`), asked
+        about in pixels at `dpi`; None for images."""
+        self._check_index(page_index)
+        if self._pdf is None:
+            return None
+        page = self._pdf[page_index]
+        return PageMaths(page, ~self._to_pixels(page, dpi))
 
     def has_text_layer(self, page_index: int) -> bool:
         self._check_index(page_index)

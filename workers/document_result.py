@@ -198,7 +198,8 @@ def _region_text(region: dict[str, Any]) -> str:
     lines = region["lines"]
     parts = []
     for block in blocks:
-        if block["type"] == BlockType.PARAGRAPH.value and block["lines"]:
+        if block["type"] in (BlockType.PARAGRAPH.value, BlockType.EQUATION.value) and block["lines"]:
+            # an equation as the page spells it: its LaTeX (layer maths) is the Markdown's
             parts.append("\n".join(lines[i]["text"].strip() for i in block["lines"]))
         elif block["type"] == BlockType.LIST.value:
             parts.append("\n".join("  " * item.get("depth", 0) + (f"{item['marker']} " if item["marker"] else "")

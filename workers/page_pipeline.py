@@ -2,7 +2,7 @@
 (`workers.pipeline.page.PageWork`), then its `PageResult`.
 
     layout -> layer match -> plan crops -> recognise -> assemble -> words -> handwriting -> furniture
-    -> figures -> structure
+    -> figures -> structure -> layer maths (a born-digital page's formulas as LaTeX)
 
 Text regions are recognised line by line: every detected line is its own crop,
 so each recognised line keeps its exact box (the searchable PDF puts it
@@ -44,6 +44,7 @@ from workers.pipeline.figures import Figures
 from workers.pipeline.furniture import Furniture
 from workers.pipeline.handwriting import Handwriting
 from workers.pipeline.layer_match import LayerMatch
+from workers.pipeline.layer_maths import LayerMaths
 from workers.pipeline.layout import Layout
 from workers.pipeline.page import PageWork, Stage
 from workers.pipeline.plan_crops import PlanCrops
@@ -67,6 +68,7 @@ STAGES: tuple[Stage, ...] = (
     Furniture(),
     Figures(),
     Structure(),
+    LayerMaths(),
 )
 
 

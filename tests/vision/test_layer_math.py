@@ -1,0 +1,86 @@
+"""Displayed formulas of born-digital PDFs as LaTeX, from where the glyphs and rules sit: each
+page is typeset here glyph by glyph the way TeX sets it (scripts smaller and shifted, a fraction's
+parts over and under a rule, limits over and under a sum), and the LaTeX must say the same."""
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from vision.layer_math import formula_rows
+
+SERIF, ITALIC = "Times-Roman", "Times-Italic"
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+class Setter:
+    """Glyphs placed left to right along a baseline, as a typesetter would."""
+
+    def __init__(self):
+        self.doc = pymupdf.open()
+        self.page = self.doc.new_page(width=400, height=300)
+        self.page.insert_font(fontname="dejavu", fontfile=DEJAVU)
+
+    def put(self, x: float, baseline: float, text: str, font: str = ITALIC, size: float = 10.0) -> float:
+        """Sets `text` at x on `baseline`; returns where it ends."""
+        name = {"Times-Roman": "tiro", "Times-Italic": "tiit", "dejavu": "dejavu"}[font]
+        self.page.insert_text((x, baseline), text, fontname=name, fontsize=size)
+        if name == "dejavu":
+            return x + pymupdf.Font(fontfile=DEJAVU).text_length(text, fontsize=size)
+        return x + pymupdf.get_text_length(text, fontname=name, fontsize=size)
+
+    def rule(self, x0: float, x1: float, y: float) -> None:
+        self.page.draw_line((x0, y), (x1, y), width=0.4)
+
+    def rows(self) -> list[FormulaRow]:
+        page = pymupdf.open("pdf", self.doc.tobytes())[0]
+        return formula_rows(page, page.rect)
+
+
+def test_scripts_and_a_fraction():
+    s = Setter()
+    x = s.put(50, 100, "E")
+    x = s.put(x, 101.5, "i", size=7)             # subscript: smaller, a little lower
+    x = s.put(x + 2.8, 100, "=", SERIF)
+    start = x + 2.8
+    num = s.put(s.put(s.put(start + 4, 93, "2", SERIF), 93, "l"), 93, "+1", SERIF)   # over the rule
+    den = s.put(start + 1, 107, "l")                                                 # under it
+    den = s.put(s.put(s.put(den, 107, "(", SERIF), 107, "l"), 107, "+1)", SERIF)
+    end = max(num, den) + 1
+    s.rule(start, end, 97.5)
+    x = s.put(end + 4, 100, "x")
+    s.put(x + 0.5, 95.9, "2", SERIF, size=7)      # superscript: smaller, well above the baseline
+    [row] = s.rows()
+    assert row.latex == r"E_{i}=\frac{2l+1}{l(l+1)}x^{2}", row
+
+
+def test_a_sum_with_limits_and_an_equation_number():
+    s = Setter()
+    sigma = s.put(60, 100, "∑", "dejavu", size=16)
+    s.put(60, 112, "i", size=7)
+    s.put(63, 112, "=", SERIF, size=7)
+    s.put(68, 112, "1", SERIF, size=7)
+    s.put(64, 86, "n", size=7)
+    x = s.put(sigma + 3, 100, "x")
+    s.put(x, 101.5, "i", size=7)
+    s.put(330, 100, "(3)", SERIF)
+    [row] = s.rows()
+    assert (row.latex, row.tag) == (r"\sum_{i=1}^{n}x_{i}", "3"), row
+
+
+def test_operator_names_greek_and_a_line_of_prose_the_box_took_in():
+    s = Setter()
+    s.put(40, 60, "so the energy of the system can be written as", SERIF)
+    x = s.put(80, 100, "sin", SERIF)
+    x = s.put(x + 1.7, 100, "θ", "dejavu")
+    x = s.put(x + 2.8, 100, "≤", "dejavu")
+    s.put(x + 2.8, 100, "1", SERIF)
+    prose, maths = s.rows()
+    assert (prose.latex, prose.text) == (None, "so the energy of the system can be written as")
+    assert prose.bottom < maths.top   # rows say where they are, so the region's lines can be shared out
+    assert maths.latex == r"\sin \theta\le 1", maths
+
+
+def test_nothing_to_build_from():
+    s = Setter()
+    s.rule(10, 100, 50)
+    assert s.rows() is None

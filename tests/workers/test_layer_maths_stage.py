@@ -1,0 +1,64 @@
+"""Displayed formulas of a born-digital page come out as LaTeX in the Markdown, built from the
+layer's glyphs (`workers.pipeline.layer_maths`), with `--text-layer auto`; prose around them,
+emphasised words and hyphens stay prose; `--text-layer never` keeps the reading."""
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from vision.document import Document
+from workers.document_result import render_markdown
+from workers.page_pipeline import PagePipeline
+from workers.recognizers.tesseract import TesseractRecognizer
+
+PROSE = ("The field of a sphere is written as a sum over its modes, each weighted by a coefficient that "
+         "depends on the order of the mode and on the size of the sphere relative to the wavelength.")
+AFTER = ("Here the coefficients are those of the incident wave; the well-known result for small spheres "
+         "follows when only the first term is kept, as is usual in the long-wavelength limit.")
+
+
+def _page() -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_textbox(pymupdf.Rect(72, 100, 523, 170), PROSE, fontname="tiro", fontsize=11)
+    # a display, centred, set as TeX sets it: italic letters, scripts smaller and shifted, a fraction
+    x, base = 230.0, 230.0
+    for text, font, size, dy in (("E", "tiit", 11, 0), ("i", "tiit", 7.7, 1.6), (" = ", "tiro", 11, 0)):
+        page.insert_text((x, base + dy), text, fontname=font, fontsize=size)
+        x += pymupdf.get_text_length(text, fontname=font, fontsize=size)
+    start = x + 2
+    page.insert_text((start + 2, base - 7.5), "2l + 1", fontname="tiit", fontsize=11)
+    width = pymupdf.get_text_length("2l + 1", fontname="tiit", fontsize=11) + 4
+    page.draw_line((start, base - 3.5), (start + width, base - 3.5), width=0.4)
+    page.insert_text((start + 2 + (width - 4 - pymupdf.get_text_length("n", fontname="tiit", fontsize=11)) / 2,
+                      base + 8.5), "n", fontname="tiit", fontsize=11)
+    x = start + width + 3
+    page.insert_text((x, base), "x", fontname="tiit", fontsize=11)
+    page.insert_text((x + 5.5, base - 4.5), "2", fontname="tiro", fontsize=7.7)
+    page.insert_text((500, base), "(7)", fontname="tiro", fontsize=11)
+    page.insert_textbox(pymupdf.Rect(72, 270, 523, 340), AFTER, fontname="tiro", fontsize=11)
+    return doc.tobytes()
+
+
+@pytest.fixture(scope="module")
+def pdf() -> bytes:
+    return _page()
+
+
+def _markdown(pdf: bytes, text_layer: str) -> str:
+    document = Document.open(pdf, "page")
+    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1).process(
+        document, document.render_page(0, 150), 0, text_layer=text_layer)
+    page = {**result.to_dict(), "page": 1, "state": "done"}
+    return render_markdown({"documents": [{"filename": "a.pdf", "pages": [page]}]})
+
+
+def test_a_display_becomes_latex_with_its_number_and_the_prose_stays(pdf):
+    markdown = _markdown(pdf, "auto")
+    assert "$$\nE_{i}=\\frac{2l+1}{n}x^{2} \\tag{7}\n$$" in markdown, markdown
+    assert "The field of a sphere is written" in markdown and "the well-known result" in markdown
+    assert markdown.count("$$") == 2, markdown
+
+
+def test_without_the_layer_the_reading_stays(pdf):
+    assert "\\frac" not in _markdown(pdf, "never")

@@ -1,0 +1,639 @@
+r"""LaTeX for a displayed formula of a born-digital PDF, from where its glyphs and rules sit.
+
+A PDF typeset by TeX keeps every glyph of a formula with its font, size and baseline, and draws
+fraction bars and radical overlines as rules; its text layer's characters alone ("E0il 2l + 1
+l (l + 1)") lose the structure. This module rebuilds it:
+
+| step | how |
+|---|---|
+| glyphs | PyMuPDF's `rawdict` characters in the region, each mapped to a LaTeX token: Unicode maths (Greek, operators, relations, arrows) to commands; the big-symbol fonts (cmex, txex, ...), whose characters come out as their raw codes ("X" for a display sum), through TeX's OMX table; bold fonts to `\mathbf`, calligraphic capitals of the symbol fonts to `\mathcal`; upright letter runs that spell an operator name to `\sin`, `\det` ..., other upright words to `\text` |
+| fractions, radicals, overlines | each rule (a stroked line or a thin filled rectangle), narrowest first: items above and below it within its span make `\frac{}{}`; a radical sign ending where the rule starts makes `\sqrt{}`; items only below a short rule make `\overline{}` |
+| limits | items centred above or below a sum, product, union or intersection (within its width) make its `_{}` and `^{}` |
+| rows | what is left is cut into rows at gaps between the baselines of its full-size glyphs (an `align` display's lines; each row is one formula) |
+| scripts | in a row, the glyphs' most common size and the median baseline at it set the main line; smaller items above it are superscripts, below it subscripts, of the item before them, each group read again the same way (scripts of scripts) |
+| spacing | TeX's own spacing between atoms is left to the renderer; a gap of a quad or more becomes `\quad`/`\qquad` |
+| equation numbers | a parenthesised number far right of the rest becomes `\tag{}` |
+
+It reads what the PDF holds and nothing else: a formula drawn as paths (no glyphs), or an image,
+gives None. Scanned pages have no glyphs; formulas there stay as the recogniser reads them.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from dataclasses import dataclass, replace
+
+import pymupdf
+
+# TeX's OMX encoding (cmex10 and the fonts that copy it: txex, pxex, ...): code -> symbol
+_OMX = {
+    0x00: "(", 0x01: ")", 0x02: "[", 0x03: "]", 0x04: r"\lfloor", 0x05: r"\rfloor", 0x06: r"\lceil",
+    0x07: r"\rceil", 0x08: r"\{", 0x09: r"\}", 0x0A: r"\langle", 0x0B: r"\rangle", 0x0C: "|", 0x0D: r"\|",
+    0x0E: "/", 0x0F: r"\backslash", 0x10: "(", 0x11: ")", 0x12: "(", 0x13: ")", 0x14: "[", 0x15: "]",
+    0x16: r"\lfloor", 0x17: r"\rfloor", 0x18: r"\lceil", 0x19: r"\rceil", 0x1A: r"\{", 0x1B: r"\}",
+    0x1C: r"\langle", 0x1D: r"\rangle", 0x1E: "/", 0x1F: r"\backslash", 0x20: "(", 0x21: ")", 0x22: "[",
+    0x23: "]", 0x24: r"\lfloor", 0x25: r"\rfloor", 0x26: r"\lceil", 0x27: r"\rceil", 0x28: r"\{", 0x29: r"\}",
+    0x2A: r"\langle", 0x2B: r"\rangle", 0x2C: "/", 0x2D: r"\backslash", 0x2E: "/", 0x2F: r"\backslash",
+    0x30: "(", 0x31: ")", 0x32: "[", 0x33: "]", 0x34: "[", 0x35: "]", 0x36: "[", 0x37: "]", 0x38: r"\{",
+    0x39: r"\}", 0x3A: r"\{", 0x3B: r"\}", 0x3C: r"\{", 0x3D: r"\}", 0x3E: r"\{", 0x3F: "|",
+    0x40: "(", 0x41: ")", 0x42: "(", 0x43: ")", 0x44: r"\langle", 0x45: r"\rangle", 0x46: r"\bigsqcup",
+    0x47: r"\bigsqcup", 0x48: r"\oint", 0x49: r"\oint", 0x4A: r"\bigodot", 0x4B: r"\bigodot",
+    0x4C: r"\bigoplus", 0x4D: r"\bigoplus", 0x4E: r"\bigotimes", 0x4F: r"\bigotimes", 0x50: r"\sum",
+    0x51: r"\prod", 0x52: r"\int", 0x53: r"\bigcup", 0x54: r"\bigcap", 0x55: r"\biguplus", 0x56: r"\bigwedge",
+    0x57: r"\bigvee", 0x58: r"\sum", 0x59: r"\prod", 0x5A: r"\int", 0x5B: r"\bigcup", 0x5C: r"\bigcap",
+    0x5D: r"\biguplus", 0x5E: r"\bigwedge", 0x5F: r"\bigvee", 0x60: r"\coprod", 0x61: r"\coprod",
+    0x62: r"\widehat{}", 0x63: r"\widehat{}", 0x64: r"\widehat{}", 0x65: r"\widetilde{}", 0x66: r"\widetilde{}",
+    0x67: r"\widetilde{}", 0x68: "[", 0x69: "]", 0x6A: r"\lfloor", 0x6B: r"\rfloor", 0x6C: r"\lceil",
+    0x6D: r"\rceil", 0x6E: r"\{", 0x6F: r"\}", 0x70: "√", 0x71: "√", 0x72: "√", 0x73: "√", 0x74: "√",
+    0x75: "√", 0x76: "√", 0x77: "|", 0x78: "|", 0x79: "|", 0x7A: "", 0x7B: "", 0x7C: "", 0x7D: "",
+    0x7E: "|", 0x7F: "|",
+}
+_OMX_FONT = re.compile(r"(^|\+)(cmex|txex|pxex|ntxex|zxex|esint|mathex|eusm?ex|lmex|ptmex|rsfsex|stixex|fdsymbolex)",
+                       re.IGNORECASE)
+_BOLD_FONT = re.compile(r"bold|-medi|cmbx|cmmib|cmbsy|bx\d|-bd|semibold|black", re.IGNORECASE)
+_ITALIC_FONT = re.compile(r"ital|oblique|cmmi|cmti|mathit|rtxmi|-it\b|italic|mi\d", re.IGNORECASE)
+_TYPEWRITER_FONT = re.compile(r"cmtt|sftt|lmmono|lmtt|txtt|courier|pcrr|mono|inconsolata|typewriter", re.IGNORECASE)
+_SYMBOL_FONT = re.compile(r"cmsy|txsy|pxsy|msam|msbm|rtxsy|symbol", re.IGNORECASE)
+
+_UNICODE = {
+    "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ϵ": r"\epsilon", "ε": r"\varepsilon",
+    "ζ": r"\zeta", "η": r"\eta", "θ": r"\theta", "ϑ": r"\vartheta", "ι": r"\iota", "κ": r"\kappa",
+    "λ": r"\lambda", "μ": r"\mu", "µ": r"\mu", "ν": r"\nu", "ξ": r"\xi", "π": r"\pi", "ϖ": r"\varpi",
+    "ρ": r"\rho", "ϱ": r"\varrho", "σ": r"\sigma", "ς": r"\varsigma", "τ": r"\tau", "υ": r"\upsilon",
+    "ϕ": r"\phi", "φ": r"\varphi", "χ": r"\chi", "ψ": r"\psi", "ω": r"\omega", "Γ": r"\Gamma", "Δ": r"\Delta",
+    "Θ": r"\Theta", "Λ": r"\Lambda", "Ξ": r"\Xi", "Π": r"\Pi", "Σ": r"\Sigma", "Υ": r"\Upsilon", "Φ": r"\Phi",
+    "Ψ": r"\Psi", "Ω": r"\Omega",
+    "−": "-", "×": r"\times", "·": r"\cdot", "⋅": r"\cdot", "±": r"\pm", "∓": r"\mp", "÷": r"\div", "∗": r"\ast",
+    "∘": r"\circ", "•": r"\bullet", "⊕": r"\oplus", "⊗": r"\otimes", "⊙": r"\odot", "†": r"\dagger",
+    "≤": r"\le", "≥": r"\ge", "≦": r"\leqq", "≧": r"\geqq", "≪": r"\ll", "≫": r"\gg", "≠": r"\ne", "≈": r"\approx",
+    "≡": r"\equiv", "∼": r"\sim", "≃": r"\simeq", "≅": r"\cong", "∝": r"\propto", "≺": r"\prec", "≻": r"\succ",
+    "∈": r"\in", "∉": r"\notin", "∋": r"\ni", "⊂": r"\subset", "⊃": r"\supset", "⊆": r"\subseteq",
+    "⊇": r"\supseteq", "∪": r"\cup", "∩": r"\cap", "∧": r"\wedge", "∨": r"\vee", "¬": r"\neg", "∀": r"\forall",
+    "∃": r"\exists", "∅": r"\emptyset", "∞": r"\infty", "∂": r"\partial", "∇": r"\nabla", "ℏ": r"\hbar",
+    "ℓ": r"\ell", "℘": r"\wp", "ℜ": r"\Re", "ℑ": r"\Im", "ℵ": r"\aleph", "→": r"\to", "←": r"\leftarrow",
+    "↔": r"\leftrightarrow", "⇒": r"\Rightarrow", "⇐": r"\Leftarrow", "⇔": r"\Leftrightarrow",
+    "⟶": r"\longrightarrow", "↦": r"\mapsto", "↑": r"\uparrow", "↓": r"\downarrow", "…": r"\dots",
+    "⋯": r"\cdots", "⋮": r"\vdots", "⋱": r"\ddots", "′": "'", "″": "''", "∑": r"\sum", "∏": r"\prod",
+    "∐": r"\coprod", "∫": r"\int", "∮": r"\oint", "⋃": r"\bigcup", "⋂": r"\bigcap", "⟨": r"\langle",
+    "⟩": r"\rangle", "‖": r"\|", "⌊": r"\lfloor", "⌋": r"\rfloor", "⌈": r"\lceil", "⌉": r"\rceil",
+    "{": r"\{", "}": r"\}", "\\": r"\backslash", "#": r"\#", "$": r"\$", "%": r"\%", "&": r"\&", "_": r"\_",
+    "^": r"\hat{}", "~": r"\sim", "∣": r"\mid", "⊥": r"\perp", "∥": r"\parallel", "△": r"\triangle",
+    "□": r"\square", "♯": r"\sharp", "♭": r"\flat", "⊢": r"\vdash", "⊨": r"\models", "∖": r"\setminus",
+    "◦": r"\circ", "⊔": r"\sqcup", "⊓": r"\sqcap", "⊎": r"\uplus", "⌣": r"\smile", "⌢": r"\frown", "Å": r"\text{Å}", "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "ℚ": r"\mathbb{Q}",
+    "ℂ": r"\mathbb{C}",
+    "⎛": "(", "⎜": "(", "⎝": "(", "⎞": ")", "⎟": ")", "⎠": ")", "⎡": "[", "⎢": "[", "⎣": "[", "⎤": "]",
+    "⎥": "]", "⎦": "]", "⎧": r"\{", "⎨": r"\{", "⎩": r"\{", "⎪": r"\{", "⎫": r"\}", "⎬": r"\}", "⎭": r"\}",
+}
+_LIMIT_OPERATORS = {r"\sum", r"\prod", r"\coprod", r"\bigcup", r"\bigcap", r"\bigoplus", r"\bigotimes",
+                    r"\bigodot", r"\biguplus", r"\bigwedge", r"\bigvee", r"\bigsqcup"}
+_NAMED_LIMIT_OPERATORS = {"lim", "liminf", "limsup", "max", "min", "sup", "inf", "det", "gcd", "Pr"}
+_BIG_OPERATORS = _LIMIT_OPERATORS | {r"\int", r"\oint"}
+_DELIMITERS = {"(", ")", "[", "]", "|", r"\|", r"\{", r"\}", r"\langle", r"\rangle", r"\lfloor", r"\rfloor",
+               r"\lceil", r"\rceil", "/"}
+_OPERATOR_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                   "coth", "log", "ln", "lg", "exp", "det", "dim", "ker", "deg", "gcd", "lim", "liminf", "limsup",
+                   "max", "min", "sup", "inf", "arg", "hom", "Pr", "mod", "tr", "Tr"}
+_TAG = re.compile(r"^\((\d{1,3}(?:\.\d{1,3})*[a-z]?|[A-Z]\d{0,2}|[ivx]{1,5})\)$")
+
+SCRIPT_SIZE = 0.85      # of the main size: smaller glyphs are scripts where they sit off the main baseline
+SUP_SHIFT = 0.12        # of the main size above the main baseline: a superscript
+SUB_SHIFT = 0.05        # ... below it: a subscript
+ROW_GAP = 0.9           # of the main size between baselines of full-size glyphs: another row
+TAG_GAP = 0.5           # ems between a formula and a parenthesised number at its right: the number is a tag
+MAX_RULE_THICKNESS = 1.5   # points
+
+
+@dataclass
+class Item:
+    """A glyph, or a built part (fraction, radical, operator with limits): its LaTeX and where it sits."""
+    latex: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    baseline: float
+    size: float
+    kind: str = "glyph"         # glyph, upright (a letter of an upright text font), big, built
+    char: str = ""              # the character as the layer spells it (glyphs)
+    upright: bool = False       # set in an upright text font (a digit or a bracket of "by (3.24)")
+    typewriter: bool = False    # set in a monospaced font: code, or a formula's source printed beside it
+
+    @property
+    def centre_x(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+
+@dataclass(frozen=True)
+class Rule:
+    x0: float
+    x1: float
+    y: float
+
+
+@dataclass(frozen=True)
+class FormulaRow:
+    """One row of a display: LaTeX (with its equation number, if any), or a line of prose the
+    region took in (a layout model's formula box often holds the sentence before it)."""
+    latex: str | None
+    text: str = ""
+    tag: str | None = None
+    top: float = 0.0        # the row's extent down the page, in the caller's coordinates
+    bottom: float = 0.0
+
+
+class PageMaths:
+    """One PDF page's glyphs and rules, read once, for the formulas and rows asked about."""
+
+    def __init__(self, page: pymupdf.Page, to_page: pymupdf.Matrix | None = None):
+        """`to_page`: from the caller's coordinates (a render's pixels) to the page's points."""
+        self.items = _glyphs(page, page.rect)
+        self.rules = _rules(page, page.rect)
+        self.to_page = to_page if to_page is not None else pymupdf.Identity
+
+    def _clip(self, bbox) -> pymupdf.Rect:
+        rect = pymupdf.Rect(*bbox) * self.to_page
+        margin = 2.0   # points: a glyph's box may stick out of a detected region by a hair
+        return pymupdf.Rect(rect.x0 - margin, rect.y0 - margin, rect.x1 + margin, rect.y1 + margin)
+
+    def _inside(self, clip: pymupdf.Rect) -> list[Item]:
+        return [it for it in self.items if clip.contains(pymupdf.Point(it.centre_x, (it.y0 + it.y1) / 2))]
+
+    def formula_rows(self, bbox) -> list[FormulaRow] | None:
+        """The rows of the displayed formula inside `bbox`; None where there are no glyphs."""
+        clip = self._clip(bbox)
+        # a detected box may cut a formula's last fraction: a rule mostly inside widens it
+        for rule in self.rules:
+            inside = min(rule.x1, clip.x1) - max(rule.x0, clip.x0)
+            if clip.y0 <= rule.y <= clip.y1 and inside >= 0.5 * (rule.x1 - rule.x0):
+                clip = pymupdf.Rect(min(clip.x0, rule.x0 - 1), clip.y0, max(clip.x1, rule.x1 + 1), clip.y1)
+        items = self._inside(clip)
+        if not items:
+            return None
+        rules = [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
+        rows = build_rows(items, rules)
+        if rows is None:
+            return None
+        back = ~self.to_page
+        placed = []
+        for row in rows:
+            rect = pymupdf.Rect(clip.x0, row.top, clip.x1, row.bottom) * back
+            placed.append(replace(row, top=rect.y0, bottom=rect.y1))
+        return placed
+
+    def is_display_row(self, bbox) -> bool:
+        return is_display_items(self._inside(self._clip(bbox)))
+
+
+def formula_rows(page: pymupdf.Page, clip: pymupdf.Rect) -> list[FormulaRow] | None:
+    """The rows of the displayed formula inside `clip` (page points, as `page.rect`); None when
+    the area holds no glyphs to build from."""
+    return PageMaths(page).formula_rows((clip.x0 + 2, clip.y0 + 2, clip.x1 - 2, clip.y1 - 2))
+
+
+_OPERATORS = set("=<>+×·÷±∓≤≥≠≈≡∼≃≅∝∈∉∋⊂⊃⊆⊇∪∩∧∨→←↔⇒⇐⇔↦∑∏∫∮∇∂∞′−∗∘⊕⊗")
+DISPLAY_MATH_SHARE = 0.5    # of a row's letters in a maths (or italic) font, with an operator: a displayed formula
+
+
+def is_display_items(items: list[Item]) -> bool:
+    """Whether a row of glyphs is a formula set on a line of its own: most of its letters
+    in a maths font (or italic, as a Times-based TeX document sets its maths), an operator or
+    relation among its glyphs, and no more than three words of upright text ("by Axiom 1.").
+    Prose with a little inline maths, code and emphasised sentences are not."""
+    letters = [it for it in items if it.char.isalpha()]
+    if sum(it.typewriter for it in letters) >= 2:
+        return False    # code, or a formula's source beside its result (a LaTeX guide's examples)
+    if len(letters) < 1 or not any(it.char in _OPERATORS or it.latex in _BIG_OPERATORS for it in items):
+        return False
+    maths = [it for it in letters if it.kind != "upright"]   # italic, bold, calligraphic, Greek
+    words = _prose([it for it in items if it.upright and it.char.isalpha()]).split() if letters else []
+    return len(maths) >= DISPLAY_MATH_SHARE * len(letters) and len([w for w in words if len(w) > 1]) <= 3
+
+
+def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
+    items = _with_rules(items, rules)
+    items = _with_limits(items)
+    rows = []
+    for row in _rows(items):
+        if not row:
+            continue
+        top, bottom = min(it.y0 for it in row), max(it.y1 for it in row)
+        if _is_prose(row):
+            rows.append(FormulaRow(None, _prose(row), top=top, bottom=bottom))
+            continue
+        body, tag = _split_tag(sorted(row, key=lambda it: (it.x0, it.y0)), _main_size(row))
+        latex = _row_latex(body)
+        if latex.strip():
+            rows.append(FormulaRow(latex, tag=tag, top=top, bottom=bottom))
+    return rows or None
+
+
+def _is_prose(row: list[Item]) -> bool:
+    """A row of words: mostly letters of an upright text font, three words or more."""
+    glyphs = [it for it in row if it.kind in ("glyph", "upright")]
+    letters = [it for it in glyphs if it.kind == "upright"]
+    return len(glyphs) >= 8 and len(letters) >= 0.6 * len(glyphs) and len(_prose(row).split()) >= 3
+
+
+def _prose(row: list[Item]) -> str:
+    if not row:
+        return ""
+    size = _main_size(row)
+    text, end = "", None
+    for item in sorted(row, key=lambda it: it.x0):
+        if end is not None and item.x0 - end > 0.2 * size:
+            text += " "
+        text += item.char or item.latex
+        end = item.x1
+    return text
+
+
+# -- glyphs and rules ---------------------------------------------------------------------------
+def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
+    items: list[Item] = []
+    # with the raw code of a character the font maps to no Unicode (the big-symbol fonts)
+    raw = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE)
+    for block in raw.get("blocks", []):
+        for line in block.get("lines", []):
+            if tuple(round(v) for v in line.get("dir", (1, 0))) != (1, 0):
+                continue
+            for span in line["spans"]:
+                font, size = span["font"], float(span["size"])
+                for char in span["chars"]:
+                    latex, kind = _token(char["c"], font)
+                    if not latex:
+                        continue
+                    x0, y0, x1, y1 = char["bbox"]
+                    upright = kind == "upright" or not (_ITALIC_FONT.search(font) or _SYMBOL_FONT.search(font)
+                                                        or _OMX_FONT.search(font))
+                    items.append(Item(latex, x0, y0, x1, y1, float(char["origin"][1]), size, kind, char["c"],
+                                      upright, bool(_TYPEWRITER_FONT.search(font))))
+    return _merged_pieces(items)
+
+
+def _token(char: str, font: str) -> tuple[str, str]:
+    """(LaTeX, kind) for one character of `font`; ("", "") for a space or nothing."""
+    if not char or char.isspace():
+        return "", ""
+    if len(char) == 1 and 0x1D400 <= ord(char) <= 0x1D7FF:
+        return _math_alphanumeric(char)
+    if _OMX_FONT.search(font) and len(char) == 1 and ord(char) < 0x80:
+        symbol = _OMX.get(ord(char), "")
+        return symbol, "big"
+    if char in _UNICODE:
+        latex = _UNICODE[char]
+        return latex, "big" if latex in _BIG_OPERATORS else "glyph"
+    if char.isalpha() and len(char) == 1 and ord(char) < 0x250:
+        if _BOLD_FONT.search(font):
+            return rf"\mathbf{{{char}}}", "glyph"
+        if _SYMBOL_FONT.search(font) and "A" <= char <= "Z":
+            return rf"\mathcal{{{char}}}", "glyph"
+        if not _ITALIC_FONT.search(font):
+            return char, "upright"
+        return char, "glyph"
+    if char.isdigit() and _BOLD_FONT.search(font):
+        return rf"\mathbf{{{char}}}", "glyph"
+    if ord(char) < 0x80:
+        return char, "glyph"
+    return char, "glyph"    # any other Unicode symbol: KaTeX renders it as it is, or says it cannot
+
+
+def _math_alphanumeric(char: str) -> tuple[str, str]:
+    """A letter or digit of Unicode's mathematical alphanumerics (what unicode-math and newtx
+    fonts map their maths letters to: 𝑥, 𝐄, 𝜋): its plain form, bold where the name says so."""
+    name = unicodedata.name(char, "")
+    plain = unicodedata.normalize("NFKC", char)
+    latex = _UNICODE.get(plain, plain)
+    if name.startswith("MATHEMATICAL BOLD") and "ITALIC" not in name and "SCRIPT" not in name:
+        latex = rf"\mathbf{{{latex}}}"
+    elif name.startswith("MATHEMATICAL SCRIPT") or name.startswith("MATHEMATICAL BOLD SCRIPT"):
+        latex = rf"\mathcal{{{latex}}}"
+    elif name.startswith("MATHEMATICAL DOUBLE-STRUCK"):
+        latex = rf"\mathbb{{{latex}}}"
+    return latex, "glyph"
+
+
+def _merged_pieces(items: list[Item]) -> list[Item]:
+    """A delimiter built of pieces (top, extension, bottom) is one delimiter."""
+    out: list[Item] = []
+    for item in sorted(items, key=lambda it: (it.x0, it.y0)):
+        last = out[-1] if out else None
+        if (last is not None and item.kind == "big" and last.kind == "big" and item.latex == last.latex
+                and item.latex in _DELIMITERS and abs(item.x0 - last.x0) < 0.5 and item.y0 <= last.y1 + 1.0):
+            last.y1 = max(last.y1, item.y1)
+            continue
+        out.append(item)
+    return out
+
+
+def _rules(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Rule]:
+    rules = []
+    for drawing in page.get_drawings():
+        for entry in drawing["items"]:
+            if entry[0] == "l":
+                a, b = entry[1], entry[2]
+                if abs(a.y - b.y) <= 0.3 and abs(a.x - b.x) > 1.5:
+                    rules.append(Rule(min(a.x, b.x), max(a.x, b.x), (a.y + b.y) / 2))
+            elif entry[0] == "re":
+                rect = entry[1]
+                if rect.height <= MAX_RULE_THICKNESS and rect.width > 1.5 and rect.width > 3 * rect.height:
+                    rules.append(Rule(rect.x0, rect.x1, (rect.y0 + rect.y1) / 2))
+    return [rule for rule in rules if clip.x0 - 1 <= rule.x0 and rule.x1 <= clip.x1 + 1 and clip.y0 <= rule.y <= clip.y1]
+
+
+# -- fractions, radicals, overlines, limits -----------------------------------------------------
+def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
+    for rule in sorted(rules, key=lambda r: r.x1 - r.x0):
+        inside = [it for it in items if rule.x0 - 1.0 <= it.centre_x <= rule.x1 + 1.0]
+        if not inside:
+            continue
+        size = statistics.median(it.size for it in inside)
+        reach = 1.6 * size
+        # by their middles and baselines: boxes are the fonts' ascent and descent, and overlap the rule
+        above = [it for it in inside if (it.y0 + it.y1) / 2 < rule.y and 0 < rule.y - it.baseline < reach]
+        below = [it for it in inside if (it.y0 + it.y1) / 2 > rule.y and 0 < it.baseline - rule.y < reach + size]
+        radical = next((it for it in items if it.latex == "√" and abs(it.x1 - rule.x0) < 2.0
+                        and it.y0 - 1.5 <= rule.y <= it.y0 + 2.5), None)
+        if radical is not None:
+            body = [it for it in items if rule.x0 - 0.5 <= it.centre_x <= rule.x1 + 0.5 and it.y0 > rule.y - 1.0
+                    and it.y0 < radical.y1 and it is not radical]
+            built = Item(rf"\sqrt{{{_row_latex(body)}}}", radical.x0, rule.y, rule.x1, max([radical.y1] +
+                         [it.y1 for it in body]), _baseline(body, radical), _size(body, radical), "built")
+            items = [it for it in items if it is not radical and not any(it is b for b in body)] + [built]
+        elif above and below:
+            numerator, denominator = _row_latex(above), _row_latex(below)
+            axis = rule.y + 0.25 * size     # the fraction bar sits on the maths axis, a quarter em over the baseline
+            built = Item(rf"\frac{{{numerator}}}{{{denominator}}}", rule.x0, min(it.y0 for it in above), rule.x1,
+                         max(it.y1 for it in below), axis, size, "built")
+            used = above + below
+            items = [it for it in items if not any(it is u for u in used)] + [built]
+        elif below and not above and rule.x1 - rule.x0 < 12 * size:
+            built = Item(rf"\overline{{{_row_latex(below)}}}", rule.x0, rule.y, rule.x1, max(it.y1 for it in below),
+                         _baseline(below, below[0]), _size(below, below[0]), "built")
+            items = [it for it in items if not any(it is b for b in below)] + [built]
+    return items
+
+
+def _baseline(items: list[Item], fallback: Item) -> float:
+    return statistics.median(it.baseline for it in items) if items else fallback.baseline
+
+
+def _size(items: list[Item], fallback: Item) -> float:
+    return max(it.size for it in items) if items else fallback.size
+
+
+def _named_operators(items: list[Item]) -> list[Item]:
+    """"lim", "max", "sup" ... set upright with something under them: one operator that takes limits."""
+    letters = sorted((it for it in items if it.kind == "upright"), key=lambda it: it.x0)
+    words: list[list[Item]] = []
+    for item in letters:
+        last = words[-1][-1] if words else None
+        if last is not None and 0 <= item.x0 - last.x1 < 0.15 * item.size and abs(item.baseline - last.baseline) < 0.5:
+            words[-1].append(item)
+        else:
+            words.append([item])
+    for word in words:
+        name = "".join(it.char for it in word)
+        if name not in _NAMED_LIMIT_OPERATORS:
+            continue
+        x0, x1 = word[0].x0, word[-1].x1
+        size, baseline = word[0].size, word[0].baseline
+        if not any(x0 - 0.5 * size <= it.centre_x <= x1 + 0.5 * size and it.y0 > baseline - 0.2 * size
+                   and it.size < 0.9 * size for it in items):
+            continue
+        op = Item("\\" + name, x0, min(it.y0 for it in word), x1, max(it.y1 for it in word), baseline, size, "big")
+        items = [it for it in items if not any(it is w for w in word)] + [op]
+    return items
+
+
+def _with_limits(items: list[Item]) -> list[Item]:
+    items = _named_operators(items)
+    for op in [it for it in items if it.kind == "big" and (it.latex in _LIMIT_OPERATORS
+                                                          or it.latex.lstrip("\\") in _NAMED_LIMIT_OPERATORS)]:
+        if not any(it is op for it in items):
+            continue
+        width = op.x1 - op.x0
+        near = [it for it in items if it is not op and op.x0 - 0.3 * width <= it.centre_x <= op.x1 + 0.3 * width]
+        # boxes are the fonts' ascent and descent, not ink: a limit's box may overlap the symbol's
+        over = [it for it in items if it is not op and it.baseline <= op.y0 + 0.35 * op.size and it.size < op.size]
+        under = [it for it in items if it is not op and it.y0 >= op.y1 - 0.35 * op.size and it.size < op.size]
+        upper = _grown([it for it in near if any(it is o for o in over) and op.y0 - it.y1 < 1.2 * op.size], over,
+                       op.size)
+        lower = _grown([it for it in near if any(it is u for u in under) and it.y0 - op.y1 < 1.2 * op.size], under,
+                       op.size)
+        if not upper and not lower:
+            continue
+        latex = op.latex + (f"_{{{_row_latex(lower)}}}" if lower else "") + (f"^{{{_row_latex(upper)}}}" if upper else "")
+        used = upper + lower
+        built = Item(latex, min([op.x0] + [it.x0 for it in used]), min([op.y0] + [it.y0 for it in used]),
+                     max([op.x1] + [it.x1 for it in used]), max([op.y1] + [it.y1 for it in used]),
+                     op.baseline, op.size, "big")
+        items = [it for it in items if it is not op and not any(it is u for u in used)] + [built]
+    return items
+
+
+def _grown(seed: list[Item], candidates: list[Item], size: float) -> list[Item]:
+    """A limit's glyphs: those centred on the operator, and those beside them on their line
+    ("i = 0" under a sum is wider than the sum)."""
+    group = list(seed)
+    changed = bool(group)
+    while changed:
+        changed = False
+        x0, x1 = min(it.x0 for it in group), max(it.x1 for it in group)
+        y0, y1 = min(it.y0 for it in group), max(it.y1 for it in group)
+        for it in candidates:
+            if any(it is g for g in group):
+                continue
+            across = min(y1, it.y1) - max(y0, it.y0)
+            gap = max(it.x0 - x1, x0 - it.x1)
+            if across >= 0.5 * min(y1 - y0, it.y1 - it.y0) and gap < 0.4 * size:
+                group.append(it)
+                changed = True
+    return group
+
+
+def _ellipses(items: list[Item], size: float) -> list[Item]:
+    """Three dots set as three glyphs (`\\cdot \\cdot \\cdot`, `...`) are one ellipsis, as TeX's
+    `\\cdots` and `\\dots` are one symbol to a renderer."""
+    out: list[Item] = []
+    for item in items:
+        run = out[-2:]
+        if (item.latex in (r"\cdot", ".") and len(run) == 2 and all(it.latex == item.latex for it in run)
+                and item.x0 - run[1].x1 < 0.4 * size and run[1].x0 - run[0].x1 < 0.4 * size
+                and not (len(out) > 2 and out[-3].latex == item.latex)):
+            first = run[0]
+            out[-2:] = [Item(r"\cdots" if item.latex == r"\cdot" else r"\dots", first.x0, min(first.y0, item.y0),
+                             item.x1, max(first.y1, item.y1), first.baseline, first.size, "glyph", "…")]
+            continue
+        out.append(item)
+    return out
+
+
+# -- rows and scripts ---------------------------------------------------------------------------
+def _main_size(items: list[Item]) -> float:
+    """The size of the row's own glyphs: the largest size with a quarter as many glyphs as the
+    commonest (scripts can outnumber their bases: M_{1,39} = A^{ml}_{1,39} ...)."""
+    sizes = [round(it.size, 1) for it in items if it.kind in ("glyph", "upright")] or [round(it.size, 1) for it in items]
+    counts = {size: sizes.count(size) for size in set(sizes)}
+    most = max(counts.values())
+    return max(size for size, count in counts.items() if count >= 0.25 * most)
+
+
+def _anchor(item: Item, main_size: float) -> float:
+    """Where an item sits for rows: a glyph's baseline; a big symbol's middle, a quarter em under it."""
+    if item.kind == "big" and item.latex not in ("√",):
+        return (item.y0 + item.y1) / 2 + 0.25 * main_size
+    return item.baseline
+
+
+def _rows(items: list[Item]) -> list[list[Item]]:
+    if not items:
+        return []
+    size = _main_size(items)
+    full = sorted(_anchor(it, size) for it in items if it.size >= SCRIPT_SIZE * size and it.kind != "big")
+    if not full:
+        return [items]
+    bands = [[full[0], full[0]]]
+    for y in full[1:]:
+        if y - bands[-1][1] > ROW_GAP * size:
+            bands.append([y, y])
+        else:
+            bands[-1][1] = y
+    rows: list[list[Item]] = [[] for _ in bands]
+    for item in items:
+        y = _anchor(item, size)
+        k = min(range(len(bands)), key=lambda b: 0.0 if bands[b][0] <= y <= bands[b][1]
+                else min(abs(y - bands[b][0]), abs(y - bands[b][1])))
+        rows[k].append(item)
+    return rows
+
+
+def _row_latex(items: list[Item]) -> str:
+    """One row (or a script, numerator, ...) as LaTeX, its scripts attached to their bases."""
+    if not items:
+        return ""
+    size = _main_size(items)
+    items = _ellipses(sorted(items, key=lambda it: (it.x0, it.y0)), size)
+    on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size and it.kind in ("glyph", "upright")]
+    baseline = statistics.median(on_line) if on_line else statistics.median(it.baseline for it in items)
+
+    pieces: list[tuple[Item, list[Item], list[Item]]] = []   # base, its subscripts, its superscripts
+    for item in items:
+        small = item.size < SCRIPT_SIZE * size and item.kind != "built"
+        shift = baseline - item.baseline
+        place = "sup" if small and shift > SUP_SHIFT * size else "sub" if small and shift < -SUB_SHIFT * size else "base"
+        if place == "base":
+            pieces.append((item, [], []))
+            continue
+        if not pieces:   # a script before any base (a prescript): on an empty group
+            pieces.append((Item("{}", item.x0, item.y0, item.x0, item.y1, baseline, size, "built"), [], []))
+        (pieces[-1][1] if place == "sub" else pieces[-1][2]).append(item)
+
+    out: list[str] = []
+    k = 0
+    previous_end: float | None = None
+    while k < len(pieces):
+        base, subs, sups = pieces[k]
+        if previous_end is not None:
+            gap = (base.x0 - previous_end) / size
+            out.append(r"\qquad " if gap >= 1.6 else r"\quad " if gap >= 0.8 else "")
+        words = _text_run(pieces, k, size)
+        if words is not None:
+            text, k = words
+            out.append(text)
+            previous_end = pieces[k][0].x1
+            k += 1
+            continue
+        if base.kind == "upright":
+            # a run of upright letters set close together: one word, its scripts on its last letter
+            end = k
+            while (not pieces[end][1] and not pieces[end][2] and end + 1 < len(pieces)
+                   and pieces[end + 1][0].kind == "upright"
+                   and pieces[end + 1][0].x0 - pieces[end][0].x1 < 0.25 * size):
+                end += 1
+            text = _upright([piece[0] for piece in pieces[k:end + 1]])
+            base, subs, sups = pieces[end]
+            k = end
+        else:
+            text = base.latex
+        if subs or sups:
+            text = text if _atomic(text) else f"{{{text}}}"
+            if sups and all(it.latex == "'" for it in sups):
+                text += "'" * len(sups)
+                sups = []
+            if subs:
+                text += f"_{{{_row_latex(subs)}}}"
+            if sups:
+                text += f"^{{{_row_latex(sups)}}}"
+        out.append(text)
+        previous_end = max([base.x1] + [it.x1 for it in subs + sups])
+        k += 1
+    return _joined(out)
+
+
+def _text_run(pieces: list[tuple[Item, list[Item], list[Item]]], k: int, size: float) -> tuple[str, int] | None:
+    """Words set in the text font inside a display ("by (3.24)", "for all"): one `\\text{}` with
+    their spaces, from piece k; (LaTeX, index of its last piece), or None where no such word
+    starts there (one of two letters or more that is not an operator's name)."""
+    end, word = k, ""
+    while end < len(pieces) and pieces[end][0].kind == "upright" and not pieces[end][1] and not pieces[end][2] \
+            and (end == k or pieces[end][0].x0 - pieces[end - 1][0].x1 < 0.15 * size):
+        word += pieces[end][0].char
+        end += 1
+    if len(word) < 2 or word in _OPERATOR_NAMES:
+        return None
+    text, last = word, end - 1
+    while last + 1 < len(pieces):
+        item, subs, sups = pieces[last + 1]
+        gap = item.x0 - pieces[last][0].x1
+        if subs or sups or not item.upright or not item.char or gap > 0.5 * size \
+                or not (item.char.isalnum() or item.char in "().,;:-'"):
+            break
+        text += (" " if gap >= 0.2 * size else "") + item.char
+        last += 1
+    if len(text.split()) < 2 and last == end - 1 and len(word) <= 3:
+        return None     # a short name alone ("per", "tr"): an operator name, below
+    escaped = re.sub(r"([#$%&_{}])", r"\\\1", text)
+    return rf"\text{{{escaped}}}", last
+
+
+def _upright(run: list[Item]) -> str:
+    """Upright letters: an operator's name (\\sin), one letter (\\mathrm{d}), a name (\\operatorname), a word (\\text)."""
+    word = "".join(it.latex for it in run)
+    if word in _OPERATOR_NAMES:
+        return "\\" + word + " "
+    if len(word) == 1:
+        return rf"\mathrm{{{word}}}"
+    return rf"\text{{{word}}}" if len(word) > 3 else rf"\operatorname{{{word}}}"
+
+
+def _atomic(text: str) -> bool:
+    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\math[a-z]+\{.\}|\\operatorname\{\w+\}|\{.*\}", text))
+
+
+def _joined(parts: list[str]) -> str:
+    out = ""
+    for part in parts:
+        if out and re.search(r"\\[A-Za-z]+$", out) and part[:1].isalnum():
+            out += " "
+        out += part
+    return out.strip()
+
+
+def _split_tag(items: list[Item], size: float) -> tuple[list[Item], str | None]:
+    """A parenthesised number at the far right or the far left, apart from the rest: the
+    equation's number."""
+    for end in range(1, min(len(items), 12)):
+        head = items[:end]
+        match = _TAG.match("".join(it.char or it.latex for it in head))
+        if match and end < len(items) and (items[end].x0 - max(it.x1 for it in head)) / size >= TAG_GAP:
+            return items[end:], match.group(1)
+    for start in range(len(items) - 1, 0, -1):
+        tail = items[start:]
+        text = "".join(it.char or it.latex for it in tail)
+        if len(text) > 12:
+            break
+        match = _TAG.match(text)
+        if match and (items[start].x0 - max(it.x1 for it in items[:start])) / size >= TAG_GAP:
+            return items[:start], match.group(1)
+    return items, None

@@ -1,0 +1,147 @@
+"""Stage: displayed formulas of a born-digital PDF as LaTeX, from the layer's glyphs and rules.
+
+Runs where the page's text layer is taken as its text (`--text-layer auto` on a page whose layer
+is usable), after the structure stage. Formulas get LaTeX built from where the PDF's glyphs and
+rules sit (`vision.layer_math`) in place of the layer's flat characters:
+
+| what                                            | becomes                                           |
+|-------------------------------------------------|---------------------------------------------------|
+| a formula region                                | one equation block per row; a row of prose the box took in stays a paragraph |
+| an equation the structure stage found in a region's rows | the same block, its text LaTeX          |
+| a row of a paragraph or code block that is a display (`is_display_items`: maths letters and an operator, at most three upright words) | an equation block of its own, the block split around it |
+| an equation number the layout boxed apart ("(3)" right of its formula) | the formula's `\\tag`      |
+
+Scanned pages and `--text-layer never` keep what the recogniser read: no formula model here
+writes LaTeX from pixels.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from vision.layer_math import FormulaRow, PageMaths
+from workers.page_result import RegionResult
+from workers.pipeline.page import PageWork
+from workers.structure_blocks import Block, BlockType
+from workers.structure_rows import join_lines, region_rows
+
+_NUMBER = re.compile(r"^\((\d{1,3}(?:\.\d{1,3})*[a-z]?)\)$")
+
+
+class LayerMaths:
+    name = "layer_maths"
+    timing = "assembly"
+
+    def run(self, page: PageWork) -> None:
+        if not (page.policy.takes_text and page.match is not None and page.match.verdict.usable):
+            return
+        maths = page.document.page_maths(page.page_index, page.rendered.dpi)
+        if maths is None or not maths.items:
+            return
+        regions = list(page.regions)
+        for k, region in enumerate(regions):
+            if region.role != "body":
+                continue
+            if region.task == "formula":
+                rows = maths.formula_rows(region.bbox)
+                if rows:
+                    regions[k] = _formula_region(region, rows, _number_beside(region, regions))
+            elif region.task == "text" and region.blocks:
+                blocks = tuple(out for block in region.blocks for out in _with_displays(block, region, maths))
+                if blocks != region.blocks:
+                    regions[k] = replace(region, blocks=blocks)
+        page.regions = [_without_taken_numbers(region, regions) for region in regions]
+
+
+def _formula_region(region: RegionResult, rows: list[FormulaRow], number: str | None) -> RegionResult:
+    """The region's blocks one per row: equations, and any prose the box took in. Each keeps the
+    region's lines that lie in its row, so text output and the JSON's `text` stay the layer's own
+    characters; Markdown writes the blocks."""
+    blocks = []
+    maths = [row for row in rows if row.latex is not None]
+    owner = [min(range(len(rows)), key=lambda k: _distance((line.bbox[1] + line.bbox[3]) / 2, rows[k]))
+             for line in region.lines]
+    for k, row in enumerate(rows):
+        lines = tuple(i for i, o in enumerate(owner) if o == k)
+        if row.latex is None:
+            blocks.append(Block(BlockType.PARAGRAPH, row.text, lines))
+        else:
+            blocks.append(Block(BlockType.EQUATION, row.latex, lines,
+                                number=row.tag or (number if row is maths[-1] else None)))
+    return replace(region, blocks=tuple(blocks), source="text_layer")
+
+
+def _distance(y: float, row: FormulaRow) -> float:
+    return 0.0 if row.top <= y <= row.bottom else min(abs(y - row.top), abs(y - row.bottom))
+
+
+def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list[Block]:
+    """The block, or the pieces it splits into around the displayed formulas among its rows."""
+    if block.type is BlockType.EQUATION:
+        rows = _rows_latex(_box(region, block.lines), maths)
+        if rows is None or len(rows) != 1:
+            return [block]
+        return [replace(block, text=rows[0].latex, number=block.number or rows[0].tag)]
+    if block.type not in (BlockType.PARAGRAPH, BlockType.CODE) or not block.lines:
+        return [block]
+    ids = [i for i in block.lines if i < len(region.lines)]
+    rows = region_rows([region.lines[i] for i in ids])
+    pieces: list[tuple[bool, list[int]]] = []     # (display, line ids)
+    for row in rows:
+        row_ids = [ids[j] for j in row.line_ids]
+        display = maths.is_display_row(_box(region, row_ids))
+        if pieces and pieces[-1][0] == display and not display:
+            pieces[-1][1].extend(row_ids)
+        else:
+            pieces.append((display, row_ids))
+    if not any(display for display, _ in pieces):
+        return [block]
+    out: list[Block] = []
+    for display, row_ids in pieces:
+        latex = _rows_latex(_box(region, row_ids), maths) if display else None
+        if latex is not None and len(latex) == 1:
+            out.append(Block(BlockType.EQUATION, latex[0].latex, tuple(row_ids), number=latex[0].tag))
+            continue
+        texts = [region.lines[i].text.strip() for i in row_ids]
+        text = join_lines(texts) if block.type is BlockType.PARAGRAPH else "\n".join(texts)
+        if out and out[-1].type is block.type and out[-1].type is not BlockType.EQUATION:
+            previous = out.pop()
+            text = (join_lines([previous.text, text]) if block.type is BlockType.PARAGRAPH
+                    else f"{previous.text}\n{text}")
+            row_ids = list(previous.lines) + row_ids
+        out.append(replace(block, text=text, lines=tuple(row_ids)))
+    return out
+
+
+def _rows_latex(bbox, maths: PageMaths) -> list[FormulaRow] | None:
+    rows = maths.formula_rows(bbox)
+    return [row for row in rows if row.latex is not None] or None if rows else None
+
+
+def _box(region: RegionResult, ids) -> tuple[float, float, float, float]:
+    boxes = [region.lines[i].bbox for i in ids if i < len(region.lines)] or [region.bbox]
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+
+
+def _number_beside(formula: RegionResult, regions: list[RegionResult]) -> str | None:
+    """The equation number the layout boxed apart: a region holding only "(n)", level with the
+    formula and to its right."""
+    for region in regions:
+        match = _NUMBER.match(region.text.strip())
+        if match and _beside(formula, region):
+            return match.group(1)
+    return None
+
+
+def _beside(formula: RegionResult, number: RegionResult) -> bool:
+    top, bottom = max(formula.bbox[1], number.bbox[1]), min(formula.bbox[3], number.bbox[3])
+    return bottom - top > 0.3 * (number.bbox[3] - number.bbox[1]) and number.bbox[0] >= formula.bbox[2] - 2
+
+
+def _without_taken_numbers(region: RegionResult, regions: list[RegionResult]) -> RegionResult:
+    """A number region that became a formula's tag is empty: the number is the formula's now."""
+    if not _NUMBER.match(region.text.strip()):
+        return region
+    taken = any(other.task == "formula" and other.source == "text_layer" and _beside(other, region)
+                and any(block.number for block in other.blocks) for other in regions)
+    return replace(region, text="", blocks=(), lines=()) if taken else region
