@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from bisect import bisect_left, bisect_right
 import unicodedata
 from dataclasses import dataclass, replace
 
@@ -147,7 +148,8 @@ class PageMaths:
 
     def __init__(self, page: pymupdf.Page, to_page: pymupdf.Matrix | None = None):
         """`to_page`: from the caller's coordinates (a render's pixels) to the page's points."""
-        self.items = _glyphs(page, page.rect)
+        self.items = sorted(_glyphs(page, page.rect), key=lambda it: (it.y0 + it.y1) / 2)
+        self._middles = [(it.y0 + it.y1) / 2 for it in self.items]   # for finding a row's glyphs by bisection
         self.rules = _rules(page, page.rect)
         self.to_page = to_page if to_page is not None else pymupdf.Identity
 
@@ -157,7 +159,8 @@ class PageMaths:
         return pymupdf.Rect(rect.x0 - margin, rect.y0 - margin, rect.x1 + margin, rect.y1 + margin)
 
     def _inside(self, clip: pymupdf.Rect) -> list[Item]:
-        return [it for it in self.items if clip.contains(pymupdf.Point(it.centre_x, (it.y0 + it.y1) / 2))]
+        start, end = bisect_left(self._middles, clip.y0), bisect_right(self._middles, clip.y1)
+        return [it for it in self.items[start:end] if clip.x0 <= it.centre_x <= clip.x1]
 
     def formula_rows(self, bbox) -> list[FormulaRow] | None:
         """The rows of the displayed formula inside `bbox`; None where there are no glyphs."""
