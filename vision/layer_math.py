@@ -56,6 +56,11 @@ _BOLD_FONT = re.compile(r"bold|-medi|cmbx|cmmib|cmbsy|bx\d|-bd|semibold|black", 
 _ITALIC_FONT = re.compile(r"ital|oblique|cmmi|cmti|mathit|rtxmi|-it\b|italic|mi\d", re.IGNORECASE)
 _TYPEWRITER_FONT = re.compile(r"cmtt|sftt|lmmono|lmtt|txtt|courier|pcrr|mono|inconsolata|typewriter", re.IGNORECASE)
 _SYMBOL_FONT = re.compile(r"cmsy|txsy|pxsy|msam|msbm|rtxsy|symbol", re.IGNORECASE)
+# fonts only maths is set in (TeX's maths italic, symbols, extension; newtx, mathptmx, Latin Modern,
+# STIX, Cambria Math ...): their glyphs in a line of prose are inline maths
+_MATHS_FONT = re.compile(r"cmmi|cmsy|cmex|cmbsy|cmmib|rtxmi|rtxsy|txmi|txsy|txex|pxmi|pxsy|pxex|ntxmi|ntxsy|zxmi|"
+                         r"lmmi|lmsy|lmex|msam|msbm|eufm|eusm|rsfs|stixmath|xits|cambriamath|cambria-math|"
+                         r"libertinusmath|newtxmath|mathit|mathsy|mathex", re.IGNORECASE)
 
 _UNICODE = {
     "α": r"\alpha", "β": r"\beta", "γ": r"\gamma", "δ": r"\delta", "ϵ": r"\epsilon", "ε": r"\varepsilon",
@@ -119,6 +124,8 @@ class Item:
     char: str = ""              # the character as the layer spells it (glyphs)
     upright: bool = False       # set in an upright text font (a digit or a bracket of "by (3.24)")
     typewriter: bool = False    # set in a monospaced font: code, or a formula's source printed beside it
+    maths_font: bool = False    # set in a font only maths uses (cmmi, cmsy, ...), or a mathematical alphanumeric
+    text_italic: bool = False   # a letter of an italic text font (Times-based TeX sets its maths letters in it)
 
     @property
     def centre_x(self) -> float:
@@ -187,6 +194,11 @@ class PageMaths:
     def is_display_row(self, bbox) -> bool:
         return is_display_items(self._inside(self._clip(bbox)))
 
+    def inline_text(self, bbox) -> str | None:
+        """A line of prose with its inline maths as `$...$` (Markdown); None where it holds none."""
+        clip = self._clip(bbox)
+        return inline_markdown(self._inside(pymupdf.Rect(clip.x0, clip.y0 + 1.5, clip.x1, clip.y1 - 1.5)))
+
 
 def formula_rows(page: pymupdf.Page, clip: pymupdf.Rect) -> list[FormulaRow] | None:
     """The rows of the displayed formula inside `clip` (page points, as `page.rect`); None when
@@ -211,6 +223,96 @@ def is_display_items(items: list[Item]) -> bool:
     maths = [it for it in letters if it.kind != "upright"]   # italic, bold, calligraphic, Greek
     words = _prose([it for it in items if it.upright and it.char.isalpha()]).split() if letters else []
     return len(maths) >= DISPLAY_MATH_SHARE * len(letters) and len([w for w in words if len(w) > 1]) <= 3
+
+
+def inline_markdown(items: list[Item]) -> str | None:
+    """The line's text, each run of maths in it as `$LaTeX$`; None where it has no maths.
+
+    A glyph is maths where its font is one only maths uses, or it is a lone letter of an italic
+    text font (Times-based TeX documents set maths letters in Times Italic; a word of two letters
+    or more in italics is emphasis), or a script (smaller, off the line's baseline), or an
+    operator or relation next to one of those. Digits, brackets and punctuation between two maths
+    glyphs belong to the run. Typewriter glyphs (code, a formula's source) are never maths, and a
+    literal `$` outside the maths is escaped, so no Markdown reader pairs it with one of ours."""
+    if not items:
+        return None
+    items = sorted(items, key=lambda it: (it.x0, it.y0))
+    size = _main_size(items)
+    on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size]
+    baseline = statistics.median(on_line) if on_line else items[0].baseline
+    words = _words(items, size)
+    maths = [False] * len(items)
+    def script(item: Item) -> bool:
+        return item.size < SCRIPT_SIZE * size and (baseline - item.baseline > SUP_SHIFT * size
+                                                   or item.baseline - baseline > SUB_SHIFT * size)
+
+    for word in words:
+        letters = [items[j] for j in word if items[j].char.isalpha()]
+        # a word with a maths glyph or a script in it ("δr0", "kr0", "M1l") is maths whole; a lone
+        # italic letter is a variable; italic words of two letters or more are emphasis
+        whole = any(items[j].maths_font or script(items[j]) for j in word) and \
+            all(it.maths_font or it.text_italic or script(it) or it.kind == "glyph" for it in letters)
+        lone_italic = len(letters) == 1 and letters[0].text_italic
+        for k in word:
+            maths[k] = not items[k].typewriter and (whole or items[k].maths_font or script(items[k])
+                                                    or (lone_italic and items[k] is letters[0]))
+    for k, item in enumerate(items):   # operators and relations beside maths, and the numbers they join
+        if item.char in _OPERATORS and not maths[k]:
+            near = [j for j in (k - 1, k + 1) if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.6 * size]
+            maths[k] = any(maths[j] for j in near)
+    for k, item in enumerate(items):
+        if maths[k] and item.char in _OPERATORS:
+            for step in (1, -1):   # "= 2.05", "10 ×": a number set against an operator is the formula's
+                j = k + step
+                if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.45 * size and items[j].char[:1].isdigit():
+                    while 0 <= j < len(items) and (items[j].char[:1].isdigit() or items[j].char == ".") and \
+                            abs(_gap(items, min(j, j - step))) < 0.2 * size:
+                        maths[j] = True
+                        j += step
+                    if maths[j - step] and items[j - step].char == ".":
+                        maths[j - step] = False   # a full stop after the number is the sentence's
+    marked = [k for k, m in enumerate(maths) if m]
+    if not marked or not any(items[k].char.isalpha() or items[k].latex.startswith("\\") for k in marked):
+        return None
+    for a, b in zip(marked, marked[1:]):   # what lies between two maths glyphs close together is maths too
+        between = range(a + 1, b)
+        if all(not items[j].char.isalpha() for j in between) and items[b].x0 - items[a].x1 < 1.2 * size:
+            for j in between:
+                maths[j] = True
+    out, k = "", 0
+    while k < len(items):
+        if maths[k]:
+            end = k
+            while end + 1 < len(items) and maths[end + 1] and _gap(items, end) < 0.7 * size:
+                end += 1
+            run = items[k:end + 1]
+            latex = _row_latex(run)
+            if all(script(it) for it in run):   # a footnote mark, a unit's power: a script on nothing
+                latex = ("^" if baseline > run[0].baseline else "_") + f"{{{latex}}}"
+            piece = f"${latex}$"
+        else:
+            end, piece = k, unicodedata.normalize("NFKC", items[k].char or "").replace("$", r"\$")
+        if out and k > 0 and _gap(items, k - 1) >= 0.2 * size:
+            out += " "
+        out += piece
+        k = end + 1
+    return out
+
+
+def _gap(items: list[Item], k: int) -> float:
+    """The gap from item k to item k + 1."""
+    return items[k + 1].x0 - items[k].x1
+
+
+def _words(items: list[Item], size: float) -> list[list[int]]:
+    """Indices of the items in each word: runs with gaps under a fifth of an em."""
+    words: list[list[int]] = [[0]]
+    for k in range(1, len(items)):
+        if _gap(items, k - 1) >= 0.2 * size:
+            words.append([k])
+        else:
+            words[-1].append(k)
+    return words
 
 
 def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
@@ -269,8 +371,11 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                     x0, y0, x1, y1 = char["bbox"]
                     upright = kind == "upright" or not (_ITALIC_FONT.search(font) or _SYMBOL_FONT.search(font)
                                                         or _OMX_FONT.search(font))
+                    maths_font = bool(_MATHS_FONT.search(font) or _OMX_FONT.search(font)) or \
+                        (len(char["c"]) == 1 and 0x1D400 <= ord(char["c"]) <= 0x1D7FF)
+                    text_italic = not maths_font and bool(_ITALIC_FONT.search(font)) and char["c"].isalpha()
                     items.append(Item(latex, x0, y0, x1, y1, float(char["origin"][1]), size, kind, char["c"],
-                                      upright, bool(_TYPEWRITER_FONT.search(font))))
+                                      upright, bool(_TYPEWRITER_FONT.search(font)), maths_font, text_italic))
     return _merged_pieces(items)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from vision.layer_math import formula_rows
+from vision.layer_math import PageMaths, formula_rows
 
 SERIF, ITALIC = "Times-Roman", "Times-Italic"
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -84,3 +84,26 @@ def test_nothing_to_build_from():
     s = Setter()
     s.rule(10, 100, 50)
     assert s.rows() is None
+
+
+def _inline(pieces) -> str | None:
+    """Sets (text, font, size, rise) pieces along one line and reads it back as Markdown."""
+    s = Setter()
+    x = 40.0
+    for text, font, size, rise in pieces:
+        x = s.put(x, 100 - rise, text, font, size)
+    page = pymupdf.open("pdf", s.doc.tobytes())[0]
+    return PageMaths(page).inline_text((30, 88, 390, 106))
+
+
+def test_inline_maths_in_a_line_of_prose_becomes_dollar_latex():
+    line = _inline([("where ", SERIF, 10, 0), ("x", ITALIC, 10, 0), ("i", ITALIC, 7, -1.5),
+                    (" is the position and ", SERIF, 10, 0), ("E", ITALIC, 10, 0), (" = ", SERIF, 10, 0),
+                    ("mc", ITALIC, 10, 0), ("2", SERIF, 7, 3.6), (" holds.", SERIF, 10, 0)])
+    assert line == "where $x_{i}$ is the position and $E=mc^{2}$ holds.", line
+
+
+def test_emphasis_and_plain_prose_are_not_maths():
+    assert _inline([("as shown by Smith ", SERIF, 10, 0), ("et al.", ITALIC, 10, 0),
+                    (" in their study", SERIF, 10, 0)]) is None
+    assert _inline([("The cost is $5 a month, paid in advance.", SERIF, 10, 0)]) is None

@@ -10,6 +10,7 @@ rules sit (`vision.layer_math`) in place of the layer's flat characters:
 | an equation the structure stage found in a region's rows | the same block, its text LaTeX          |
 | a row of a paragraph or code block that is a display (`is_display_items`: maths letters and an operator, at most three upright words) | an equation block of its own, the block split around it |
 | an equation number the layout boxed apart ("(3)" right of its formula) | the formula's `\\tag`      |
+| maths inside a paragraph's lines (`inline_markdown`: maths-font glyphs, lone italic letters, scripts, operators beside them) | `$...$` in the paragraph's Markdown |
 
 Scanned pages and `--text-layer never` keep what the recogniser read: no formula model here
 writes LaTeX from pixels.
@@ -47,7 +48,8 @@ class LayerMaths:
                 if rows:
                     regions[k] = _formula_region(region, rows, _number_beside(region, regions))
             elif region.task == "text" and region.blocks:
-                blocks = tuple(out for block in region.blocks for out in _with_displays(block, region, maths))
+                blocks = tuple(_with_inline_maths(out, region, maths)
+                               for block in region.blocks for out in _with_displays(block, region, maths))
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
@@ -111,6 +113,20 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
             row_ids = list(previous.lines) + row_ids
         out.append(replace(block, text=text, lines=tuple(row_ids)))
     return out
+
+
+def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> Block:
+    """A paragraph whose lines hold maths, its Markdown text with each run of it as `$...$`."""
+    if block.type is not BlockType.PARAGRAPH or not block.lines:
+        return block
+    ids = [i for i in block.lines if i < len(region.lines)]
+    rows = region_rows([region.lines[i] for i in ids])
+    texts, found = [], False
+    for row in rows:
+        inline = maths.inline_text(_box(region, [ids[j] for j in row.line_ids]))
+        found = found or inline is not None
+        texts.append(inline if inline is not None else row.text)
+    return replace(block, text=join_lines(texts)) if found else block
 
 
 def _rows_latex(bbox, maths: PageMaths) -> list[FormulaRow] | None:
