@@ -243,14 +243,20 @@ def inline_markdown(items: list[Item]) -> str | None:
     words = _words(items, size)
     maths = [False] * len(items)
     def script(item: Item) -> bool:
+        """Smaller and off the line: a script. An upright capital set so is a logo's letter (the
+        raised A of LaTeX), not maths."""
         return item.size < SCRIPT_SIZE * size and (baseline - item.baseline > SUP_SHIFT * size
-                                                   or item.baseline - baseline > SUB_SHIFT * size)
+                                                   or item.baseline - baseline > SUB_SHIFT * size) \
+            and not (item.kind == "upright" and item.char.isupper())
 
     for word in words:
         letters = [items[j] for j in word if items[j].char.isalpha()]
-        # a word with a maths glyph or a script in it ("δr0", "kr0", "M1l") is maths whole; a lone
-        # italic letter is a variable; italic words of two letters or more are emphasis
-        whole = any(items[j].maths_font or script(items[j]) for j in word) and \
+        on_line = [it for it in letters if not script(it)]
+        # a word with a maths glyph in it ("δr0") is maths whole, and so is one of a letter or two
+        # with scripts ("kr0", "M1l"); a script after a longer word is its footnote mark
+        # ("numeric¹"); a lone italic letter is a variable; italic words are emphasis
+        whole = (any(items[j].maths_font for j in word)
+                 or (any(script(items[j]) for j in word) and len(on_line) <= 2)) and \
             all(it.maths_font or it.text_italic or script(it) or it.kind == "glyph" for it in letters)
         lone_italic = len(letters) == 1 and letters[0].text_italic
         for k in word:
@@ -272,7 +278,8 @@ def inline_markdown(items: list[Item]) -> str | None:
                     if maths[j - step] and items[j - step].char == ".":
                         maths[j - step] = False   # a full stop after the number is the sentence's
     marked = [k for k, m in enumerate(maths) if m]
-    if not marked or not any(items[k].char.isalpha() or items[k].latex.startswith("\\") for k in marked):
+    if not marked or not any(items[k].char.isalpha() or items[k].latex.startswith("\\") or script(items[k])
+                             for k in marked):
         return None
     for a, b in zip(marked, marked[1:]):   # what lies between two maths glyphs close together is maths too
         between = range(a + 1, b)

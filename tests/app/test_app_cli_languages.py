@@ -5,14 +5,11 @@ searchable PDF gives the same text back to a PDF reader."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pymupdf
 import pytest
 
-from service_harness import REPO_ROOT
+from service_harness import run_cli
 from workers.recognizers.languages import installed_languages
 
 pytestmark = pytest.mark.slow
@@ -51,12 +48,8 @@ def test_run_reads_each_page_in_its_own_script(tmp_path):
     source = tmp_path / "in" / "scripts.pdf"
     source.parent.mkdir()
     source.write_bytes(_pdf())
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
-    env["PYTHONPATH"] = str(REPO_ROOT)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
-                           "--text-layer", "never", "--formats", "json,md,pdf"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    done = run_cli(source.parent, out, "--text-layer", "never", "--formats", "json,md,pdf", timeout_s=900)
     assert done.returncode == 0, done.stderr
     result = json.loads((out / "scripts.json").read_text())
     assert "<unk>" not in (out / "scripts.md").read_text()

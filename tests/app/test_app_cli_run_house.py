@@ -14,7 +14,7 @@ import pymupdf
 import pytest
 from rapidfuzz.distance import Levenshtein
 
-from service_harness import REPO_ROOT
+from service_harness import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +39,8 @@ def test_run_reads_a_pdf_with_the_house_model_by_default(tmp_path):
     source = tmp_path / "in" / "report.pdf"
     source.parent.mkdir()
     source.write_bytes(_pdf())
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
-    env["PYTHONPATH"] = str(REPO_ROOT)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
-                           "--text-layer", "never", "--formats", "md,json,hocr,alto"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = run_cli(source.parent, out, "--text-layer", "never", "--formats", "md,json,hocr,alto", timeout_s=600)
     assert done.returncode == 0, done.stderr
     markdown = (out / "report.md").read_text()
     assert markdown.count("## ") == 1, markdown    # the title is read as the title

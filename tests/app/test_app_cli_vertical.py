@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import subprocess
-import sys
 
 import pymupdf
 import pytest
 
-from service_harness import REPO_ROOT
+from service_harness import run_cli
 from workers.recognizers import ppocr
 
 pytestmark = [pytest.mark.slow,
@@ -38,12 +35,8 @@ def test_run_reads_vertical_japanese_in_columns_right_to_left(tmp_path):
     source = tmp_path / "in" / "tategaki.pdf"
     source.parent.mkdir()
     source.write_bytes(_pdf())
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
-    env["PYTHONPATH"] = str(REPO_ROOT)
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "app.commands.run", str(source.parent), "--out", str(out), "--quiet",
-                           "--text-layer", "never", "--formats", "json,txt,pdf"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    done = run_cli(source.parent, out, "--text-layer", "never", "--formats", "json,txt,pdf", timeout_s=900)
     assert done.returncode == 0, done.stderr
     [page] = json.loads((out / "tategaki.json").read_text())["documents"][0]["pages"]
     lines = [line for region in page["regions"] for line in region["lines"]]

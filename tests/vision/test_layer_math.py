@@ -107,3 +107,10 @@ def test_emphasis_and_plain_prose_are_not_maths():
     assert _inline([("as shown by Smith ", SERIF, 10, 0), ("et al.", ITALIC, 10, 0),
                     (" in their study", SERIF, 10, 0)]) is None
     assert _inline([("The cost is $5 a month, paid in advance.", SERIF, 10, 0)]) is None
+
+
+def test_a_footnote_mark_and_a_logo_s_raised_letter_are_not_maths_words():
+    line = _inline([("vectors of ", SERIF, 10, 0), ("numeric", ITALIC, 10, 0), ("1", SERIF, 7, 3.6),
+                    (", complex and ", SERIF, 10, 0), ("L", SERIF, 10, 0), ("A", SERIF, 7, 2.2),
+                    ("TEX values", SERIF, 10, 0)])
+    assert line is not None and "numeric$^{1}$" in line and "$^{\\mathrm{A}}$" not in line, line

@@ -57,6 +57,15 @@ class RedisServer:
             self.process.wait(10)
 
 
+def run_cli(inputs: Path, out: Path, *options: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
+    """`ocrserve run INPUTS --out OUT --quiet OPTIONS` as a fresh checkout runs it: this tree's code,
+    no OCRSERVE_ setting from the test's environment, run from the folder that holds OUT."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run([sys.executable, "-m", "app.commands.run", str(inputs), "--out", str(out), "--quiet",
+                           *options], env=env, cwd=out.parent, capture_output=True, text=True, timeout=timeout_s)
+
+
 def service_env(data_dir: Path, broker_url: str | None = None, **settings: object) -> dict[str, str]:
     """Environment for a worker (or API) process: the test defaults plus `settings` (OCRSERVE_ names, lower case)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("OCRSERVE_")}
