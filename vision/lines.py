@@ -28,10 +28,11 @@ _MIN_BLOB_SIDE = 3      # shorter side of a blob, in map pixels, below which it 
 _PAD = 16               # white border added around inputs so lines touching the edge keep their ends
 _MIN_ANGLE_ASPECT = 3.0 # a blob's angle is trusted only when it is this many times longer than thick
 MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text, noise), not rotated
-# a level box at least this many times taller than wide is a vertical line: a column of Chinese or
-# Japanese, or a label set on its side (a form's section names). A lone glyph's box ("1", "l"),
-# grown by the detector's unclip on every side, stays under it.
+# a level box at least this many times taller than wide, holding at least `VERTICAL_MIN_GLYPHS`
+# glyphs one under another, is a vertical line: a column of Chinese or Japanese, or a label set on
+# its side (a form's section names). A lone glyph's box ("+", "1" at low resolution) can be as tall.
 VERTICAL_ASPECT = 2.0
+VERTICAL_MIN_GLYPHS = 3
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class TextLine:
     bbox: tuple[int, int, int, int]   # x0, y0, x1, y1 in page pixels (x1, y1 exclusive)
     score: float                      # mean line probability inside the detected core
     angle: float = 0.0                # degrees the baseline rises to the right (counter-clockwise), |angle| <= 15
+    # the line runs down the page (`VERTICAL_ASPECT`, `VERTICAL_MIN_GLYPHS`): it is cut out turned to
+    # run across (`vision.crops.crop_line`) and ordered in columns (`vision.reading_order`)
+    vertical: bool = False
 
     @property
     def height(self) -> int:
@@ -57,13 +61,6 @@ class TextLine:
         length = (width * cos - height * sin) / cos2
         thickness = (height * cos - width * sin) / cos2
         return float(max(length, 1.0)), float(min(max(thickness, 1.0), height))
-
-    @property
-    def vertical(self) -> bool:
-        """Whether the line runs down the page (`VERTICAL_ASPECT`); it is cut out turned to run
-        across (`vision.crops.crop_line`) and ordered in columns (`vision.reading_order`)."""
-        width, height = self.bbox[2] - self.bbox[0], self.bbox[3] - self.bbox[1]
-        return abs(self.angle) < 1e-6 and height >= VERTICAL_ASPECT * max(width, 1)
 
     @property
     def band(self) -> tuple[float, float]:
@@ -113,7 +110,8 @@ class LineDetector:
             right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
             bottom = int(np.clip(round(y1 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
             if right - left > 3 and bottom - top > 3:
-                lines.append(TextLine((left, top, right, bottom), score, angle))
+                box = (left, top, right, bottom)
+                lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))
         return lines
 
     def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -149,6 +147,25 @@ class LineDetector:
             x1, y1 = grown.max(axis=0)
             boxes.append((float(x0), float(y0), float(x1), float(y1), score, _baseline_angle(corners)))
         return boxes
+
+
+def _runs_down(image: np.ndarray, box: tuple[int, int, int, int], angle: float) -> bool:
+    """Whether a level box, tall and narrow, holds glyphs one under another: at least
+    `VERTICAL_MIN_GLYPHS` blobs of ink (darker than halfway between the box's darkest and
+    lightest pixels), not counting one that runs the box's length (a rule beside a form's label),
+    so a lone tall glyph ("+", "1") is not taken for a column."""
+    left, top, right, bottom = box
+    if abs(angle) >= 1e-6 or bottom - top < VERTICAL_ASPECT * (right - left):
+        return False
+    grey = image[top:bottom, left:right].mean(axis=2)
+    if grey.size == 0 or grey.max() - grey.min() < 40:
+        return False
+    ink = (grey < (grey.max() + grey.min()) / 2).astype(np.uint8)
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    height = bottom - top
+    glyphs = [k for k in range(1, count) if stats[k, cv2.CC_STAT_HEIGHT] < 0.9 * height
+              and stats[k, cv2.CC_STAT_AREA] >= 4]
+    return len(glyphs) >= VERTICAL_MIN_GLYPHS
 
 
 def _baseline_angle(corners: np.ndarray) -> float:

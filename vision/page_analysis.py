@@ -62,7 +62,7 @@ class PageLayout:
                 "bbox": list(block.region.bbox),
                 "bbox_1000": list(normalise_box(block.region.bbox, self.width, self.height)),
                 "score": block.region.score, "source": block.region.source,
-                "lines": [{"bbox": list(line.bbox), "score": line.score, "angle": line.angle}
+                "lines": [{"bbox": list(line.bbox), "score": line.score, "angle": line.angle, "vertical": line.vertical}
                           for line in block.lines],
             } for block in self.blocks],
         }
@@ -73,7 +73,8 @@ class PageLayout:
             reading_index=int(b["reading_index"]),
             region=Region(b["label"], tuple(float(v) for v in b["bbox"]), float(b["score"]), b["source"]),
             role=PageRole(b["role"]),
-            lines=tuple(TextLine(tuple(int(v) for v in ln["bbox"]), float(ln["score"]), float(ln.get("angle", 0.0)))
+            lines=tuple(TextLine(tuple(int(v) for v in ln["bbox"]), float(ln["score"]), float(ln.get("angle", 0.0)),
+                                 bool(ln.get("vertical", False)))
                         for ln in b["lines"]),
         ) for b in data["blocks"])
         return cls(int(data["width"]), int(data["height"]), blocks, StageTimings(**data["timings"]))

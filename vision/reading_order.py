@@ -259,7 +259,7 @@ def joined_column_pieces(lines: Sequence[TextLine]) -> list[TextLine]:
             narrower = min(kept.bbox[2] - kept.bbox[0], line.bbox[2] - line.bbox[0])
             if across >= SAME_ROW_OVERLAP * narrower and line.bbox[1] < kept.bbox[3]:
                 joined[k] = TextLine((min(kept.bbox[0], line.bbox[0]), kept.bbox[1], max(kept.bbox[2], line.bbox[2]),
-                                      max(kept.bbox[3], line.bbox[3])), max(kept.score, line.score))
+                                      max(kept.bbox[3], line.bbox[3])), max(kept.score, line.score), vertical=True)
                 break
         else:
             joined.append(line)

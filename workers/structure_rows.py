@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vision.lines import VERTICAL_ASPECT
+from vision.lines import VERTICAL_ASPECT, VERTICAL_MIN_GLYPHS
 from vision.scripts import UNSPACED, script_of_char
 from workers.page_result import LineResult
 
@@ -72,8 +72,9 @@ def region_rows(lines: Sequence[LineResult]) -> list[Row]:
     for index, line in enumerate(lines):
         if not line.text.strip():
             continue
-        if groups and _same_row([lines[i].bbox for i in groups[-1]], line.bbox):
-            groups[-1].append(index)
+        if groups and _same_row([lines[i].bbox for i in groups[-1]], line.bbox) and \
+                not _vertical(lines[groups[-1][-1]]) and not _vertical(line):
+            groups[-1].append(index)   # (columns of vertical writing side by side are lines one after the other)
         else:
             groups.append([index])
     return [Row(tuple(group), tuple(lines[i].bbox for i in group), tuple(lines[i].text.strip() for i in group))
@@ -82,8 +83,6 @@ def region_rows(lines: Sequence[LineResult]) -> list[Row]:
 
 def _same_row(boxes: list[Box], box: Box) -> bool:
     last = boxes[-1]
-    if _vertical(last) or _vertical(box):
-        return False   # columns of vertical writing side by side are lines one after the other
     overlap = min(last[3], box[3]) - max(last[1], box[1])
     shorter = min(last[3] - last[1], box[3] - box[1])
     return overlap >= SAME_ROW_OVERLAP * shorter and box[0] >= last[2] - shorter
@@ -105,8 +104,11 @@ def join_lines(texts: Sequence[str]) -> str:
     return joined
 
 
-def _vertical(box: Box) -> bool:
-    return box[3] - box[1] >= VERTICAL_ASPECT * max(box[2] - box[0], 1)
+def _vertical(line: LineResult) -> bool:
+    """A column of writing: a tall narrow box holding a few characters (a lone "+" or "1" can be as tall)."""
+    box = line.bbox
+    return box[3] - box[1] >= VERTICAL_ASPECT * max(box[2] - box[0], 1) and \
+        len(line.text.strip()) >= VERTICAL_MIN_GLYPHS
 
 
 def _unspaced(char: str) -> bool:

@@ -62,13 +62,14 @@ def test_a_lone_glyph_is_not_a_vertical_line():
 
 def test_columns_are_read_right_to_left_each_top_to_bottom():
     # the middle column split by the detector at a full stop, its pieces overlapping a little
-    right, middle_top, middle_bottom, left = (TextLine((900, 100, 960, 900), 0.9), TextLine((800, 100, 860, 320), 0.9),
-                                              TextLine((805, 300, 858, 900), 0.9), TextLine((700, 100, 760, 600), 0.9))
+    right, middle_top, middle_bottom, left = (
+        TextLine((900, 100, 960, 900), 0.9, vertical=True), TextLine((800, 100, 860, 320), 0.9, vertical=True),
+        TextLine((805, 300, 858, 900), 0.9, vertical=True), TextLine((700, 100, 760, 600), 0.9, vertical=True))
     lines = [left, middle_bottom, right, middle_top]
     assert order_text_lines(lines) == [right, middle_top, middle_bottom, left]
     # a region that is mostly horizontal keeps its rows top to bottom, a label on its side beside them
     rows = [TextLine((100, 100 + 40 * i, 700, 130 + 40 * i), 0.9) for i in range(3)]
-    ordered = order_text_lines(list(reversed(rows)) + [TextLine((20, 100, 50, 400), 0.9)])
+    ordered = order_text_lines(list(reversed(rows)) + [TextLine((20, 100, 50, 400), 0.9, vertical=True)])
     assert [line for line in ordered if line in rows] == rows
 
 
@@ -87,10 +88,10 @@ def test_a_japanese_column_is_detected_as_vertical_lines():
 
 
 def test_the_pieces_of_a_column_split_at_a_full_stop_are_joined():
-    top, bottom = TextLine((826, 115, 896, 320), 0.8), TextLine((831, 287, 892, 910), 0.7)
-    beside = TextLine((722, 123, 780, 644), 0.9)   # the next column: kept apart
-    below = TextLine((828, 940, 894, 1200), 0.9)   # a gap down the column: a new paragraph, kept apart
+    top, bottom = TextLine((826, 115, 896, 320), 0.8, vertical=True), TextLine((831, 287, 892, 910), 0.7, vertical=True)
+    beside = TextLine((722, 123, 780, 644), 0.9, vertical=True)   # the next column: kept apart
+    below = TextLine((828, 940, 894, 1200), 0.9, vertical=True)   # a gap down the column: a new paragraph, kept apart
     level = TextLine((100, 1300, 900, 1340), 0.9)
     joined = joined_column_pieces([level, bottom, beside, top, below])
     assert level in joined and beside in joined and below in joined
-    assert TextLine((826, 115, 896, 910), 0.8) in joined and len(joined) == 4
+    assert TextLine((826, 115, 896, 910), 0.8, vertical=True) in joined and len(joined) == 4

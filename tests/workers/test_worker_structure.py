@@ -327,6 +327,10 @@ def test_columns_of_vertical_writing_are_lines_one_after_the_other():
                ((722, 123, 780, 644), "んと見当がつかぬ。")]
     rows = region_rows([LineResult(box, text) for box, text in columns])
     assert [row.texts for row in rows] == [(text,) for _, text in columns]
+    # a lone glyph's box can be as tall and narrow (an R prompt's "+", the text layer's word box
+    # at 100 DPI): it stays in its row
+    prompt = region_rows([LineResult((83, 398, 93, 419), "+"), LineResult((120, 400, 260, 418), 'print("big")')])
+    assert [row.texts for row in prompt] == [("+", 'print("big")')]
 
 
 def test_a_centred_numbered_line_is_an_equation():
