@@ -14,6 +14,8 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from vision.orientation import line_is_turned
+
 DEFAULT_MARGIN_PX = 4
 NORMALISED_SCALE = 1000
 
@@ -66,8 +68,6 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
 
 
 def _vertical_crop(image: Image.Image, line, margin_px: int) -> Image.Image:
-    from vision.orientation import line_is_turned   # the direction classifier: only for vertical lines
-
     across = crop_image(image, line.bbox, margin_px).transpose(Image.Transpose.ROTATE_90)   # anticlockwise
     if line_is_turned(np.asarray(across if across.mode == "RGB" else across.convert("RGB"))):
         return across.transpose(Image.Transpose.ROTATE_180)

@@ -12,7 +12,7 @@ l (l + 1)") lose the structure. This module rebuilds it:
 | rows | what is left is cut into rows at gaps between the baselines of its full-size glyphs (an `align` display's lines; each row is one formula) |
 | scripts | in a row, the glyphs' most common size and the median baseline at it set the main line; smaller items above it are superscripts, below it subscripts, of the item before them, each group read again the same way (scripts of scripts) |
 | spacing | TeX's own spacing between atoms is left to the renderer; a gap of a quad or more becomes `\quad`/`\qquad` |
-| equation numbers | a parenthesised number far right of the rest becomes `\tag{}` |
+| equation numbers | a parenthesised number at the far right or left, apart from the rest, becomes `\tag{}` |
 
 It reads what the PDF holds and nothing else: a formula drawn as paths (no glyphs), or an image,
 gives None. Scanned pages have no glyphs; formulas there stay as the recogniser reads them.
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 import statistics
-from bisect import bisect_left, bisect_right
 import unicodedata
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 
 import pymupdf
@@ -86,7 +86,8 @@ _UNICODE = {
     "{": r"\{", "}": r"\}", "\\": r"\backslash", "#": r"\#", "$": r"\$", "%": r"\%", "&": r"\&", "_": r"\_",
     "^": r"\hat{}", "~": r"\sim", "∣": r"\mid", "⊥": r"\perp", "∥": r"\parallel", "△": r"\triangle",
     "□": r"\square", "♯": r"\sharp", "♭": r"\flat", "⊢": r"\vdash", "⊨": r"\models", "∖": r"\setminus",
-    "◦": r"\circ", "⊔": r"\sqcup", "⊓": r"\sqcap", "⊎": r"\uplus", "⌣": r"\smile", "⌢": r"\frown", "Å": r"\text{Å}", "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "ℚ": r"\mathbb{Q}",
+    "◦": r"\circ", "⊔": r"\sqcup", "⊓": r"\sqcap", "⊎": r"\uplus", "⌣": r"\smile", "⌢": r"\frown",
+    "Å": r"\text{Å}", "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "ℚ": r"\mathbb{Q}",
     "ℂ": r"\mathbb{C}",
     "⎛": "(", "⎜": "(", "⎝": "(", "⎞": ")", "⎟": ")", "⎠": ")", "⎡": "[", "⎢": "[", "⎣": "[", "⎤": "]",
     "⎥": "]", "⎦": "]", "⎧": r"\{", "⎨": r"\{", "⎩": r"\{", "⎪": r"\{", "⎫": r"\}", "⎬": r"\}", "⎭": r"\}",
@@ -106,7 +107,7 @@ SCRIPT_SIZE = 0.85      # of the main size: smaller glyphs are scripts where the
 SUP_SHIFT = 0.12        # of the main size above the main baseline: a superscript
 SUB_SHIFT = 0.05        # ... below it: a subscript
 ROW_GAP = 0.9           # of the main size between baselines of full-size glyphs: another row
-TAG_GAP = 0.5           # ems between a formula and a parenthesised number at its right: the number is a tag
+TAG_GAP = 0.5           # ems between a formula and a parenthesised number beside it: the number is a tag
 MAX_RULE_THICKNESS = 1.5   # points
 
 
@@ -221,7 +222,7 @@ def is_display_items(items: list[Item]) -> bool:
     if len(letters) < 1 or not any(it.char in _OPERATORS or it.latex in _BIG_OPERATORS for it in items):
         return False
     maths = [it for it in letters if it.kind != "upright"]   # italic, bold, calligraphic, Greek
-    words = _prose([it for it in items if it.upright and it.char.isalpha()]).split() if letters else []
+    words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
     return len(maths) >= DISPLAY_MATH_SHARE * len(letters) and len([w for w in words if len(w) > 1]) <= 3
 
 
@@ -408,9 +409,7 @@ def _token(char: str, font: str) -> tuple[str, str]:
         return char, "glyph"
     if char.isdigit() and _BOLD_FONT.search(font):
         return rf"\mathbf{{{char}}}", "glyph"
-    if ord(char) < 0x80:
-        return char, "glyph"
-    return char, "glyph"    # any other Unicode symbol: KaTeX renders it as it is, or says it cannot
+    return char, "glyph"    # digits, ASCII punctuation, any other symbol: as it is
 
 
 def _math_alphanumeric(char: str) -> tuple[str, str]:

@@ -35,6 +35,15 @@ VERTICAL_ASPECT = 2.0
 VERTICAL_MIN_GLYPHS = 3
 
 
+def reads_down(bbox, text: str) -> bool:
+    """Whether a line that has been read runs down the page: a box at least `VERTICAL_ASPECT`
+    times taller than wide holding `VERTICAL_MIN_GLYPHS` characters or more (a lone "+" or "1"
+    can have as tall a box). For results, whose lines keep their box and text, not the pixels
+    `TextLine.vertical` was decided on."""
+    x0, y0, x1, y1 = bbox
+    return y1 - y0 >= VERTICAL_ASPECT * max(x1 - x0, 1) and len("".join(text.split())) >= VERTICAL_MIN_GLYPHS
+
+
 @dataclass(frozen=True)
 class TextLine:
     bbox: tuple[int, int, int, int]   # x0, y0, x1, y1 in page pixels (x1, y1 exclusive)

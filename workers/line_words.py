@@ -33,7 +33,7 @@ import numpy as np
 import pymupdf
 
 from vision.document import TextWord
-from vision.lines import VERTICAL_ASPECT   # a line box this many times taller than wide is read top to bottom
+from vision.lines import reads_down
 from workers.ink_gaps import snapped_to_gaps
 from workers.page_result import Box, LineResult, RegionResult, WordResult
 
@@ -131,7 +131,7 @@ def interpolated_words(bbox: Box, text: str, confidence: float | None,
     first, last = edges[spans[0][0]], edges[spans[-1][1]]   # the ink runs from the first word to the last
     scale = 1.0 / max(last - first, 1e-9)
     x0, y0, x1, y1 = bbox
-    vertical = (y1 - y0) > VERTICAL_ASPECT * (x1 - x0) and len(text.strip()) > 1
+    vertical = reads_down(bbox, text)
     confidences = token_confidences(text, spans, tokens)
     words = []
     for (start, end), word_confidence in zip(spans, confidences or [None] * len(spans)):

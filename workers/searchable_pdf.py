@@ -25,7 +25,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image
 
-from vision.lines import VERTICAL_ASPECT
+from vision.lines import reads_down
 from vision.scripts import visual_order
 from workers.data_dir import fsync_dir
 from workers.page_result import Box, PageResult
@@ -164,7 +164,7 @@ def _insert_invisible_line(page: pymupdf.Page, box: Box, text: str, fonts: set[s
         return
     font = font_for(text)
     ascender, descender = font.ascender, font.descender
-    vertical = height >= VERTICAL_ASPECT * width and len(text) > 1
+    vertical = reads_down(box, text)
     fontsize = (width if vertical else height) / (ascender - descender)
     natural_length = font.font.text_length(text, fontsize=fontsize)
     if natural_length <= 0:

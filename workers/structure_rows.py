@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from vision.lines import VERTICAL_ASPECT, VERTICAL_MIN_GLYPHS
+from vision.lines import reads_down
 from vision.scripts import UNSPACED, script_of_char
 from workers.page_result import LineResult
 
@@ -73,7 +73,7 @@ def region_rows(lines: Sequence[LineResult]) -> list[Row]:
         if not line.text.strip():
             continue
         if groups and _same_row([lines[i].bbox for i in groups[-1]], line.bbox) and \
-                not _vertical(lines[groups[-1][-1]]) and not _vertical(line):
+                not _reads_down(lines[groups[-1][-1]]) and not _reads_down(line):
             groups[-1].append(index)   # (columns of vertical writing side by side are lines one after the other)
         else:
             groups.append([index])
@@ -104,11 +104,8 @@ def join_lines(texts: Sequence[str]) -> str:
     return joined
 
 
-def _vertical(line: LineResult) -> bool:
-    """A column of writing: a tall narrow box holding a few characters (a lone "+" or "1" can be as tall)."""
-    box = line.bbox
-    return box[3] - box[1] >= VERTICAL_ASPECT * max(box[2] - box[0], 1) and \
-        len(line.text.strip()) >= VERTICAL_MIN_GLYPHS
+def _reads_down(line: LineResult) -> bool:
+    return reads_down(line.bbox, line.text)
 
 
 def _unspaced(char: str) -> bool:

@@ -7,8 +7,11 @@ import pymupdf
 import pytest
 
 from vision.document import Document
-from workers.document_result import render_markdown
+from workers.document_result import render_markdown, render_text
 from workers.page_pipeline import PagePipeline
+from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
+from workers.pipeline.layer_maths import _without_taken_numbers
+from workers.structure_blocks import Block, BlockType
 from workers.recognizers.tesseract import TesseractRecognizer
 
 PROSE = ("The field of a sphere is written as a sum over its modes, each weighted by a coefficient that "
@@ -62,3 +65,21 @@ def test_a_display_becomes_latex_with_its_number_and_the_prose_stays(pdf):
 
 def test_without_the_layer_the_reading_stays(pdf):
     assert "\\frac" not in _markdown(pdf, "never")
+
+
+def test_a_number_boxed_apart_becomes_the_tag_and_stays_in_the_text():
+    """The layout boxed "(7)" apart from its formula: the Markdown has it once, as the formula's
+    tag; text output and the region's lines keep it."""
+    formula = RegionResult(0, "equation", "formula", "body", (300, 400, 700, 440), (0, 0, 0, 0), "E = mc2",
+                           RegionStatus.OK, lines=(LineResult((300, 400, 700, 440), "E = mc2"),),
+                           blocks=(Block(BlockType.EQUATION, "E=mc^{2}", (0,), number="7"),))
+    number = RegionResult(1, "text", "text", "body", (1000, 405, 1040, 435), (0, 0, 0, 0), "(7)", RegionStatus.OK,
+                          lines=(LineResult((1000, 405, 1040, 435), "(7)"),),
+                          blocks=(Block(BlockType.PARAGRAPH, "(7)", (0,)),))
+    kept = _without_taken_numbers(number, [formula, number])
+    assert kept.text == "(7)" and kept.lines == number.lines
+    page = PageResult(0, 0, 1275, 1650, 150.0, (formula, kept))
+    result = {"documents": [{"filename": "a.pdf", "pages": [{**page.to_dict(), "page": 1, "state": "done"}]}]}
+    markdown = render_markdown(result)
+    assert markdown.count("\\tag{7}") == 1 and "(7)" not in markdown, markdown
+    assert "(7)" in render_text(result)

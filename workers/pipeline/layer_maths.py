@@ -88,30 +88,35 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
         return [block]
     ids = [i for i in block.lines if i < len(region.lines)]
     rows = region_rows([region.lines[i] for i in ids])
-    pieces: list[tuple[bool, list[int]]] = []     # (display, line ids)
-    for row in rows:
-        row_ids = [ids[j] for j in row.line_ids]
-        display = maths.is_display_row(_box(region, row_ids))
-        if pieces and pieces[-1][0] == display and not display:
-            pieces[-1][1].extend(row_ids)
+    row_ids = [[ids[j] for j in row.line_ids] for row in rows]
+    # a code block's text has its rows as printed, with their indentation: the pieces keep them
+    printed = block.text.split("\n")
+    row_texts = (printed if block.type is BlockType.CODE and len(printed) == len(rows)
+                 else [row.text for row in rows])
+    pieces: list[tuple[bool, list[int]]] = []     # (display, indices into rows)
+    for r, these in enumerate(row_ids):
+        display = maths.is_display_row(_box(region, these))
+        if pieces and not display and not pieces[-1][0]:
+            pieces[-1][1].append(r)
         else:
-            pieces.append((display, row_ids))
+            pieces.append((display, [r]))
     if not any(display for display, _ in pieces):
         return [block]
     out: list[Block] = []
-    for display, row_ids in pieces:
-        latex = _rows_latex(_box(region, row_ids), maths) if display else None
+    for display, piece in pieces:
+        lines = tuple(i for r in piece for i in row_ids[r])
+        latex = _rows_latex(_box(region, lines), maths) if display else None
         if latex is not None and len(latex) == 1:
-            out.append(Block(BlockType.EQUATION, latex[0].latex, tuple(row_ids), number=latex[0].tag))
+            out.append(Block(BlockType.EQUATION, latex[0].latex, lines, number=latex[0].tag))
             continue
-        texts = [region.lines[i].text.strip() for i in row_ids]
+        texts = [row_texts[r] for r in piece]
         text = join_lines(texts) if block.type is BlockType.PARAGRAPH else "\n".join(texts)
-        if out and out[-1].type is block.type and out[-1].type is not BlockType.EQUATION:
+        if out and out[-1].type is block.type:   # a display that gave no single formula: back into its block
             previous = out.pop()
             text = (join_lines([previous.text, text]) if block.type is BlockType.PARAGRAPH
                     else f"{previous.text}\n{text}")
-            row_ids = list(previous.lines) + row_ids
-        out.append(replace(block, text=text, lines=tuple(row_ids)))
+            lines = previous.lines + lines
+        out.append(replace(block, text=text, lines=lines))
     return out
 
 
@@ -130,8 +135,9 @@ def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> 
 
 
 def _rows_latex(bbox, maths: PageMaths) -> list[FormulaRow] | None:
-    rows = maths.formula_rows(bbox)
-    return [row for row in rows if row.latex is not None] or None if rows else None
+    """The formula rows under `bbox` (prose rows left out); None where there are none."""
+    rows = [row for row in maths.formula_rows(bbox) or () if row.latex is not None]
+    return rows or None
 
 
 def _box(region: RegionResult, ids) -> tuple[float, float, float, float]:
@@ -155,9 +161,14 @@ def _beside(formula: RegionResult, number: RegionResult) -> bool:
 
 
 def _without_taken_numbers(region: RegionResult, regions: list[RegionResult]) -> RegionResult:
-    """A number region that became a formula's tag is empty: the number is the formula's now."""
+    """A number region that became a formula's `\\tag`: its text and lines stay (text output,
+    JSON, hOCR); its one block is empty, so the Markdown, whose formula carries the number, does
+    not print it twice."""
     if not _NUMBER.match(region.text.strip()):
         return region
-    taken = any(other.task == "formula" and other.source == "text_layer" and _beside(other, region)
-                and any(block.number for block in other.blocks) for other in regions)
-    return replace(region, text="", blocks=(), lines=()) if taken else region
+    number = _NUMBER.match(region.text.strip()).group(1)
+    taken = any(other.task == "formula" and _beside(other, region)
+                and any(block.number == number for block in other.blocks) for other in regions)
+    if not taken:
+        return region
+    return replace(region, blocks=(Block(BlockType.PARAGRAPH, "", tuple(range(len(region.lines)))),))
