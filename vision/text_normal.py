@@ -7,6 +7,11 @@
 - Typographic ligatures (U+FB00-FB06: ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) become their letters, which search and copy
   expect; other compatibility characters (superscripts, full-width forms, maths letters) are kept.
 - Soft hyphens (U+00AD, invisible unless a line breaks there) are dropped.
+
+`digits_kept` is for what a recogniser read, never for a text layer: a letter O inside a
+number ("O.01", "1O5", "3.O") is the digit zero the recogniser took for a letter, because no
+word is spelt that way. Only an O that touches a digit, or a decimal point with a digit on
+its other side, is changed, so names such as "O2", "-O2", "OK" and "O'Brien" stay.
 """
 from __future__ import annotations
 
@@ -23,6 +28,13 @@ _LIGATURES = {chr(code): unicodedata.normalize("NFKC", chr(code)) for code in ra
 _SOFT_HYPHEN = "\u00ad"
 
 
+# An O (either case) inside a number: after a digit, or before a decimal mark and a digit,
+# with nothing letter-like on either side of the number it sits in.
+_O_IN_NUMBER = re.compile(r"(?<![^\W\d_])(?=[\dOo.,]*\d)(?:[\dOo]+[.,]?)+(?![^\W\d_])")
+_NUMERIC = r"(?:\d|[.,]\d)"
+_DIGIT_O = re.compile(rf"(?<=\d)O|O(?={_NUMERIC})|(?<=\d[.,])O|(?<=\d)o(?={_NUMERIC})|(?<=\d[.,])o(?=\d)")
+
+
 def _compose(match: re.Match) -> str:
     return match.group(2) + SPACING_ACCENTS[match.group(1)]
 
@@ -35,3 +47,23 @@ def normalise_text(text: str) -> str:
     text = text.replace(_SOFT_HYPHEN, "")
     text = "".join(_LIGATURES.get(char, char) for char in text)
     return unicodedata.normalize("NFC", text)
+
+
+def digits_kept(text: str) -> str:
+    """A recognised line with the letter O read inside numbers turned back into zeros."""
+    if "O" not in text and "o" not in text:
+        return text
+    return _O_IN_NUMBER.sub(_zeros_in_number, text)
+
+
+def _zeros_in_number(match: re.Match) -> str:
+    number = match.group()
+    if not any(char.isdigit() for char in number) or number[0] in ".,":
+        return number
+    if number[0] in "Oo" and len(number) > 1 and number[1].isdigit():
+        return number   # "O2", "o3": a name or a label, not a number that starts with zero
+    while True:   # "1OOO": each O turned makes its neighbour's case
+        turned = _DIGIT_O.sub("0", number)
+        if turned == number:
+            return number
+        number = turned

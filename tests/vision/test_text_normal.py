@@ -7,7 +7,7 @@ import unicodedata
 import pymupdf
 
 from vision.document import Document
-from vision.text_normal import normalise_text
+from vision.text_normal import digits_kept, normalise_text
 
 
 def test_spacing_accents_go_on_their_letters_and_text_is_composed():
@@ -34,3 +34,15 @@ def test_a_pdf_text_layers_words_come_normalised():
     page.insert_text((20, 50), "J\u00b4an M\u00a8uller", fontname="helv", fontsize=12)
     words = Document.open(doc.tobytes(), "accents.pdf").text_words(0, 72)
     assert [word.text for word in words] == ["Ján", "Müller"]
+
+
+def test_a_letter_o_read_inside_a_number_is_a_zero():
+    assert digits_kept("p < O.01 and O.O5") == "p < 0.01 and 0.05"
+    assert digits_kept("1O5 items, 3.O kg, total 1,OOO.OO") == "105 items, 3.0 kg, total 1,000.00"
+    assert digits_kept("ISO 9OO1, 2.o5, 1o5") == "ISO 9001, 2.05, 105"
+
+
+def test_letters_o_that_belong_to_words_and_names_stay():
+    for text in ("O2 level", "gcc -O2", "OK 10", "O'Brien", "see O. Smith 12", "vO.1", "foo1O", "COO2",
+                 "room 1o", "o.k.", "Octave 10 or 100%", "x = 0.5o"):
+        assert digits_kept(text) == text, text

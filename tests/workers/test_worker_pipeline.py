@@ -468,3 +468,12 @@ def test_small_print_of_a_scanned_page_is_softened_and_a_clean_page_is_sent_as_c
                 assert cut.image.height <= SMALL_PRINT_PX + 12, "only small print is softened"
                 softened += 1
         assert (softened > 0) == expect_softened, (softened, expect_softened)
+
+
+def test_a_letter_o_read_inside_a_number_comes_out_as_zero():
+    doc = pymupdf.open()
+    doc.new_page(width=400, height=120).insert_text((30, 60), "p < 0.01 for 105 items", fontsize=14)
+    reader = DraftReader(read=lambda draft: "p < O.01 for 1O5 items")
+    page = _page(doc.tobytes(), reader, text_layer="never")
+    assert reader.items, "the line was sent to the recogniser"
+    assert [region.text for region in page.regions] == ["p < 0.01 for 105 items"]

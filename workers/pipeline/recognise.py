@@ -2,7 +2,8 @@
 page's lines), and each block gets one outcome per crop, answered ones as planned.
 
 Every reading is spelled as `vision.text_normal` spells text (accents on their letters, NFC,
-ligatures as letters), as the text layer's words are. A recogniser set up so it cannot work
+ligatures as letters), as the text layer's words are, and a letter O read inside a number is
+the zero it stands for (`digits_kept`; readings only, never a layer). A recogniser set up so it cannot work
 (`RecognizerConfigError`) fails every crop, which the assemble stage turns into text-layer
 fallbacks or failed regions. `RecognizerUnavailableError`
 escapes: retrying is the page task's decision (`workers.recognizers.last_attempt`).
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from vision.text_normal import normalise_text
+from vision.text_normal import digits_kept, normalise_text
 from workers.pipeline.page import PageWork
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, RecognizerConfigError
 
@@ -33,6 +34,7 @@ class Recognise:
 
 
 def _normalised(outcome: RecognitionOutcome) -> RecognitionOutcome:
-    if outcome.text is None or outcome.text.isascii():
+    if outcome.text is None:
         return outcome
-    return replace(outcome, text=normalise_text(outcome.text))
+    text = digits_kept(outcome.text if outcome.text.isascii() else normalise_text(outcome.text))
+    return outcome if text == outcome.text else replace(outcome, text=text)
