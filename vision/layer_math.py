@@ -50,6 +50,12 @@ _OMX = {
     0x75: "√", 0x76: "√", 0x77: "|", 0x78: "|", 0x79: "|", 0x7A: "", 0x7B: "", 0x7C: "", 0x7D: "",
     0x7E: "|", 0x7F: "|",
 }
+# pieces of a tall bracket, as the big-symbol fonts' ToUnicode maps them (Apple's private-use
+# codes: top, extension and bottom of each; the brace's middle too)
+_PIECES = {**dict.fromkeys("\uf8eb\uf8ec\uf8ed", "("), **dict.fromkeys("\uf8f6\uf8f7\uf8f8", ")"),
+           **dict.fromkeys("\uf8ee\uf8ef\uf8f0", "["), **dict.fromkeys("\uf8f9\uf8fa\uf8fb", "]"),
+           **dict.fromkeys("\uf8f1\uf8f2\uf8f3\uf8f4", r"\{"), **dict.fromkeys("\uf8fc\uf8fd\uf8fe", r"\}"),
+           "\uf8e6": "|"}
 _OMX_FONT = re.compile(r"(^|\+)(cmex|txex|pxex|ntxex|zxex|esint|mathex|eusm?ex|lmex|ptmex|rsfsex|stixex|fdsymbolex)",
                        re.IGNORECASE)
 _BOLD_FONT = re.compile(r"bold|-medi|cmbx|cmmib|cmbsy|bx\d|-bd|semibold|black", re.IGNORECASE)
@@ -101,6 +107,16 @@ _DELIMITERS = {"(", ")", "[", "]", "|", r"\|", r"\{", r"\}", r"\langle", r"\rang
 _OPERATOR_NAMES = {"sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                    "coth", "log", "ln", "lg", "exp", "det", "dim", "ker", "deg", "gcd", "lim", "liminf", "limsup",
                    "max", "min", "sup", "inf", "arg", "hom", "Pr", "mod", "tr", "Tr"}
+# accents TeX sets as a glyph of their own over the letter (the letter's own box, or, with no
+# width, the letter after them): the command that puts each on its letter
+_ACCENTS = {"\u02c6": r"\hat", "^": r"\hat", "\u00af": r"\bar", "\u02c9": r"\bar", "\u02dc": r"\tilde",
+            "~": r"\tilde", "\u02d9": r"\dot", "\u00a8": r"\ddot", "\u02c7": r"\check", "\u02d8": r"\breve",
+            "\u00b4": r"\acute", "`": r"\grave", "\u20d7": r"\vec", "\u02da": r"\mathring"}
+# delimiters a matrix or a binomial stands between: (opening, closing) -> environment
+_OPENING = {"(": ")", "[": "]", "|": "|", r"\|": r"\|", r"\{": r"\}", r"\langle": r"\rangle",
+            r"\lfloor": r"\rfloor", r"\lceil": r"\rceil"}
+_MATRIX = {"(": "pmatrix", "[": "bmatrix", "|": "vmatrix", r"\|": "Vmatrix", r"\{": "Bmatrix"}
+CELL_GAP = 0.8          # ems between two cells of a matrix row
 _TAG = re.compile(r"^\((\d{1,3}(?:\.\d{1,3})*[a-z]?|[A-Z]\d{0,2}|[ivx]{1,5})\)$")
 
 SCRIPT_SIZE = 0.85      # of the main size: smaller glyphs are scripts where they sit off the main baseline
@@ -324,8 +340,10 @@ def _words(items: list[Item], size: float) -> list[list[int]]:
 
 
 def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
+    items = _with_accents(items)
     items = _with_rules(items, rules)
     items = _with_limits(items)
+    items = _with_arrays(items)
     rows = []
     for row in _rows(items):
         if not row:
@@ -364,6 +382,7 @@ def _prose(row: list[Item]) -> str:
 # -- glyphs and rules ---------------------------------------------------------------------------
 def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
     items: list[Item] = []
+    big_delimiters: dict[tuple[float, float, str], Item] = {}
     # with the raw code of a character the font maps to no Unicode (the big-symbol fonts)
     raw = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE)
     for block in raw.get("blocks", []):
@@ -373,6 +392,8 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
             for span in line["spans"]:
                 font, size = span["font"], float(span["size"])
                 for char in span["chars"]:
+                    if char["c"] == " " and char["bbox"][2] - char["bbox"][0] < 0.4 * size:
+                        continue    # a space the extraction put in a gap (in a big-symbol font 0x20 is a bracket)
                     latex, kind = _token(char["c"], font)
                     if not latex:
                         continue
@@ -384,18 +405,35 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                     text_italic = not maths_font and bool(_ITALIC_FONT.search(font)) and char["c"].isalpha()
                     items.append(Item(latex, x0, y0, x1, y1, float(char["origin"][1]), size, kind, char["c"],
                                       upright, bool(_TYPEWRITER_FONT.search(font)), maths_font, text_italic))
+                    if kind == "big" and latex in _DELIMITERS and _OMX_FONT.search(font):
+                        big_delimiters[(round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"])] = items[-1]
+    if big_delimiters:
+        # a big-symbol font's box is its font's ascent and descent, but a tall bracket hangs far below
+        # its origin: its ink is what tells how many rows it spans
+        accurate = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT
+                                 | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE | pymupdf.TEXT_ACCURATE_BBOXES)
+        for block in accurate.get("blocks", []):
+            for line in block.get("lines", []):
+                for span in line["spans"]:
+                    for char in span["chars"]:
+                        item = big_delimiters.get((round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"]))
+                        if item is not None:
+                            item.y0, item.y1 = min(item.y0, char["bbox"][1]), max(item.y1, char["bbox"][3])
     return _merged_pieces(items)
 
 
 def _token(char: str, font: str) -> tuple[str, str]:
     """(LaTeX, kind) for one character of `font`; ("", "") for a space or nothing."""
+    if _OMX_FONT.search(font) and len(char) == 1 and ord(char) < 0x80:
+        # raw codes, some of which are control characters Python counts as space (0x0C is |)
+        symbol = _OMX.get(ord(char), "")
+        return symbol, "big"
+    if _OMX_FONT.search(font) and char in _PIECES:
+        return _PIECES[char], "big"
     if not char or char.isspace():
         return "", ""
     if len(char) == 1 and 0x1D400 <= ord(char) <= 0x1D7FF:
         return _math_alphanumeric(char)
-    if _OMX_FONT.search(font) and len(char) == 1 and ord(char) < 0x80:
-        symbol = _OMX.get(ord(char), "")
-        return symbol, "big"
     if char in _UNICODE:
         latex = _UNICODE[char]
         return latex, "big" if latex in _BIG_OPERATORS else "glyph"
@@ -486,6 +524,99 @@ def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
                          _baseline(below, below[0]), _size(below, below[0]), "built")
             items = [it for it in items if not any(it is b for b in below)] + [built]
     return items
+
+
+def _with_accents(items: list[Item]) -> list[Item]:
+    """An accent glyph over a letter: the letter with its accent (`\\hat{x}`). TeX puts the accent
+    over the letter's box (raised only over a tall letter), or gives it no width and sets it just
+    before the letter."""
+    accents = [it for it in items if it.char in _ACCENTS and it.kind == "glyph"]
+    if not accents:
+        return items
+    used: list[Item] = []
+    for accent in accents:
+        bases = [it for it in items if it is not accent and it.char not in _ACCENTS and it.kind != "big"
+                 and it.y1 > accent.y0 and it.y0 < accent.y1 and abs(it.size - accent.size) < 0.3 * accent.size]
+        if accent.x1 - accent.x0 < 0.05 * accent.size:
+            after = [it for it in bases if 0 <= it.x0 - accent.x0 < 0.5 * accent.size]
+            base = min(after, key=lambda it: it.x0, default=None)
+        else:
+            over = [it for it in bases if it.x0 - 0.1 * it.size <= accent.centre_x <= it.x1 + 0.1 * it.size]
+            base = min(over, key=lambda it: abs(it.centre_x - accent.centre_x), default=None)
+        if base is None or any(base is u for u in used):
+            continue
+        base.latex = f"{_ACCENTS[accent.char]}{{{base.latex}}}"
+        base.x0, base.x1 = min(base.x0, accent.x0), max(base.x1, accent.x1)
+        base.y0 = min(base.y0, accent.y0)
+        used.append(accent)
+    return [it for it in items if not any(it is u for u in used)]
+
+
+def _with_arrays(items: list[Item]) -> list[Item]:
+    """What stands in rows between a tall pair of delimiters: a matrix (`pmatrix`, `bmatrix` ...),
+    or, two single cells between parentheses, a binomial; rows after a tall left brace alone:
+    `cases`. Rows are told apart by their baselines, cells by a gap of `CELL_GAP` ems or more."""
+    size = _main_size(items)
+    tall = sorted((it for it in items if it.kind == "big" and it.latex in _DELIMITERS and it.y1 - it.y0 > 1.5 * size),
+                  key=lambda it: it.x0)
+    for left in tall:
+        closing = _OPENING.get(left.latex)
+        if closing is None or not any(it is left for it in items):
+            continue
+        right = next((it for it in tall if it.x0 > left.x1 and it.latex == closing and any(it is i for i in items)
+                      and abs(it.y0 - left.y0) < 0.3 * size and abs(it.y1 - left.y1) < 0.3 * size), None)
+        if right is None and left.latex != r"\{":
+            continue
+        x_end = right.x0 if right is not None else float("inf")
+        inside = [it for it in items if it is not left and it is not right and left.x1 - 0.5 <= it.centre_x <= x_end + 0.5
+                  and left.y0 <= (it.y0 + it.y1) / 2 <= left.y1]
+        rows = [row for row in _rows(inside) if row]
+        if len(rows) < 2:
+            continue
+        cells = [_cells(sorted(row, key=lambda it: it.x0), size) for row in rows]
+        if right is not None and left.latex == "(" and all(len(row) == 1 for row in cells) and len(cells) == 2:
+            latex = rf"\binom{{{_row_latex(cells[0][0])}}}{{{_row_latex(cells[1][0])}}}"
+        else:
+            body = r" \\ ".join(" & ".join(_row_latex(cell) for cell in row) for row in _aligned(cells))
+            if right is None:
+                latex = rf"\begin{{cases}} {body} \end{{cases}}"
+            elif left.latex in _MATRIX and closing == right.latex:
+                latex = rf"\begin{{{_MATRIX[left.latex]}}} {body} \end{{{_MATRIX[left.latex]}}}"
+            else:
+                latex = rf"\left{left.latex} \begin{{matrix}} {body} \end{{matrix}} \right{right.latex}"
+        end = right if right is not None else max(inside, key=lambda it: it.x1)
+        built = Item(latex, left.x0, left.y0, end.x1, left.y1, (left.y0 + left.y1) / 2 + 0.25 * size, size, "built")
+        gone = [left, *inside] + ([right] if right is not None else [])
+        items = [it for it in items if not any(it is g for g in gone)] + [built]
+    return items
+
+
+def _cells(row: list[Item], size: float) -> list[list[Item]]:
+    cells = [[row[0]]]
+    for item in row[1:]:
+        if item.x0 - max(it.x1 for it in cells[-1]) >= CELL_GAP * size:
+            cells.append([item])
+        else:
+            cells[-1].append(item)
+    return cells
+
+
+def _aligned(rows: list[list[list[Item]]]) -> list[list[list[Item]]]:
+    """Rows of cells padded to one column count: a row with fewer cells has them in the columns
+    whose left edges are nearest theirs (the widest row gives the columns)."""
+    widest = max(rows, key=len)
+    lefts = [cell[0].x0 for cell in widest]
+    out = []
+    for row in rows:
+        if len(row) == len(widest):
+            out.append(row)
+            continue
+        placed: list[list[Item]] = [[] for _ in lefts]
+        for cell in row:
+            column = min(range(len(lefts)), key=lambda c: abs(lefts[c] - cell[0].x0))
+            placed[column] += cell
+        out.append(placed)
+    return out
 
 
 def _baseline(items: list[Item], fallback: Item) -> float:
@@ -722,7 +853,7 @@ def _upright(run: list[Item]) -> str:
 
 
 def _atomic(text: str) -> bool:
-    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\math[a-z]+\{.\}|\\operatorname\{\w+\}|\{.*\}", text))
+    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{\\?[A-Za-z]+\}|\\operatorname\{\w+\}|\{.*\}", text))
 
 
 def _joined(parts: list[str]) -> str:

@@ -114,3 +114,36 @@ def test_a_footnote_mark_and_a_logo_s_raised_letter_are_not_maths_words():
                     (", complex and ", SERIF, 10, 0), ("L", SERIF, 10, 0), ("A", SERIF, 7, 2.2),
                     ("TEX values", SERIF, 10, 0)])
     assert line is not None and "numeric$^{1}$" in line and "$^{\\mathrm{A}}$" not in line, line
+
+
+TEX_DISPLAYS = [      # tex/arrays.tex, in order
+    r"\hat{x}+\bar{y}=\tilde{z}\cdot\vec{v}+\dot{a}",
+    r"\hat{\theta}_{i}=\bar{X}_{n}^{2}",
+    r"A=\begin{pmatrix} a & b \\ c & d \end{pmatrix}",
+    r"M=\begin{pmatrix} a_{11} & a_{12} & a_{13} \\ a_{21} & a_{22} & a_{23} \\ 0 & 0 & 1 \end{pmatrix}",
+    r"\det \begin{vmatrix} x & y \\ z & w \end{vmatrix}=xw-yz",
+    r"\binom{n}{k}=\frac{n!}{k!(n-k)!}",
+    r"f(x)=\begin{cases} 1 & \operatorname{if}x>0 \\ 0 & \text{otherwise} \end{cases}",
+    r"(\sum_{i=1}^{n}x_{i})^{2}\le n\sum_{i=1}^{n}x_{i}^{2}",
+]
+
+
+def test_accents_matrices_binomials_and_cases_set_by_tex():
+    """Real TeX output (pdftex, Computer Modern): accents are glyphs of their own over their
+    letters, and tall brackets are big-symbol glyphs, whole or in pieces, whose boxes say
+    nothing of their height."""
+    from pathlib import Path
+
+    page = pymupdf.open(Path(__file__).parent / "tex" / "arrays.pdf")[0]
+    maths = PageMaths(page)
+    bands: list[list[float]] = []
+    for item in sorted(maths.items, key=lambda it: it.y0):
+        if bands and item.y0 < bands[-1][1] + 4:
+            bands[-1][1] = max(bands[-1][1], item.y1)
+        else:
+            bands.append([item.y0, item.y1])
+    found = []
+    for top, bottom in bands:
+        [row] = maths.formula_rows((0, top, page.rect.width, bottom))
+        found.append(row.latex)
+    assert found == TEX_DISPLAYS
