@@ -13,6 +13,13 @@ at 0.8 degrees a full-width line at 150 DPI drifts by 13 pixels, most of a line
 pitch, so its axis-aligned box also holds slices of its neighbours. Crops are
 cut upright along that angle (`vision.crops.crop_line`) and rows are grouped
 by the line's own band, not its box.
+
+The detector passes over a glyph standing alone: a contents page's single-digit page numbers
+at the end of their dot leaders, a roman folio, a list's bullet (seen: 11 of a contents page's
+page numbers missed, where Tesseract read them all). So ink the lines do not cover is looked at
+once more (`lone_glyphs`): blobs of a glyph's height and shape, apart from every line, clustered
+along their row, become lines of their own. A page where that finds more than a quarter as
+many as the detector did (a noisy scan's specks, shadows, a textured background) gets none.
 """
 from __future__ import annotations
 
@@ -33,6 +40,13 @@ MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text
 # its side (a form's section names). A lone glyph's box ("+", "1" at low resolution) can be as tall.
 VERTICAL_ASPECT = 2.0
 VERTICAL_MIN_GLYPHS = 3
+# a lone glyph: a blob of ink outside every line, between these shares of the page's median line
+# box height (a box is about 1.6 times its glyphs' height, grown as in training), no wider than
+# `LONE_MAX_ASPECT` times its height, at least `LONE_MIN_FILL` ink inside its own box
+LONE_MIN_HEIGHT, LONE_MAX_HEIGHT = 0.35, 0.9
+LONE_MAX_ASPECT = 1.5
+LONE_MIN_FILL = 0.15
+LONE_MAX_SHARE = 0.25   # more lone glyphs than this share of the detected lines: noise, none are kept
 
 
 def reads_down(bbox, text: str) -> bool:
@@ -85,13 +99,14 @@ class LineDetector:
 
     def __init__(self, num_threads: int = DEFAULT_NUM_THREADS, max_side_len: int = 2048,
                  pixel_threshold: float = 0.3, box_threshold: float = 0.5, unclip_ratio: float = 1.6,
-                 max_lines: int = 2000):
+                 max_lines: int = 2000, lone_glyphs: bool = True):
         self.num_threads = num_threads
         self.max_side_len = max_side_len
         self.pixel_threshold = pixel_threshold
         self.box_threshold = box_threshold
         self.unclip_ratio = unclip_ratio
         self.max_lines = max_lines
+        self.lone_glyphs = lone_glyphs
         get_session(LINE_DETECTOR_PPOCRV4, num_threads)  # load the model on first use
 
     def detect(self, image: np.ndarray, bbox: tuple[float, float, float, float] | None = None) -> list[TextLine]:
@@ -121,6 +136,10 @@ class LineDetector:
             if right - left > 3 and bottom - top > 3:
                 box = (left, top, right, bottom)
                 lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))
+        if self.lone_glyphs:
+            lines += [TextLine((left + x_off, top + y_off, right + x_off, bottom + y_off), LONE_GLYPH_SCORE)
+                      for left, top, right, bottom in lone_glyphs(crop, [_shifted(line.bbox, -x_off, -y_off)
+                                                                         for line in lines])]
         return lines
 
     def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -156,6 +175,59 @@ class LineDetector:
             x1, y1 = grown.max(axis=0)
             boxes.append((float(x0), float(y0), float(x1), float(y1), score, _baseline_angle(corners)))
         return boxes
+
+
+LONE_GLYPH_SCORE = 0.5   # the score a line found by `lone_glyphs` carries (the detector's are its own)
+
+
+def lone_glyphs(image: np.ndarray, boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Boxes for glyphs standing alone outside `boxes` (the detected lines, in `image`'s pixels),
+    those side by side on a row ("12") in one box grown as the detector grows its own."""
+    level = [bottom - top for left, top, right, bottom in boxes if bottom - top < VERTICAL_ASPECT * (right - left)]
+    if not level:
+        return []
+    height = float(np.median(level))
+    grey = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    if int(np.percentile(grey, 99)) - int(grey.min()) < 40:
+        return []
+    _, ink = cv2.threshold(grey, 0, 255, cv2.THRESH_BINARY_INV | cv2.THRESH_OTSU)
+    covered = np.zeros_like(ink)
+    for left, top, right, bottom in boxes:
+        covered[max(0, top - 2):bottom + 2, max(0, left - 2):right + 2] = 1
+    ink[covered > 0] = 0
+    count, _, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    glyphs = []
+    for k in range(1, count):
+        x, y, w, h, area = (int(v) for v in stats[k])
+        if not LONE_MIN_HEIGHT * height <= h <= LONE_MAX_HEIGHT * height or w > LONE_MAX_ASPECT * h \
+                or area < LONE_MIN_FILL * w * h:
+            continue
+        if covered[max(0, y - 2):y + h + 2, max(0, x - 2):x + w + 2].any():
+            continue    # a piece of a glyph a line's box cuts, not a glyph of its own
+        glyphs.append([x, y, x + w, y + h])
+    if len(glyphs) > LONE_MAX_SHARE * len(boxes):
+        return []
+    clusters: list[list[int]] = []
+    for glyph in sorted(glyphs):
+        for cluster in clusters:
+            if abs((cluster[1] + cluster[3]) - (glyph[1] + glyph[3])) / 2 < 0.3 * height \
+                    and glyph[0] - cluster[2] < 0.4 * (glyph[3] - glyph[1]):
+                cluster[:] = [min(cluster[0], glyph[0]), min(cluster[1], glyph[1]),
+                              max(cluster[2], glyph[2]), max(cluster[3], glyph[3])]
+                break
+        else:
+            clusters.append(glyph)
+    page_height, page_width = ink.shape
+    grown = []
+    for left, top, right, bottom in clusters:
+        margin = round(0.3 * (bottom - top))
+        grown.append((max(0, left - margin), max(0, top - margin), min(page_width, right + margin),
+                      min(page_height, bottom + margin)))
+    return grown
+
+
+def _shifted(box: tuple[int, int, int, int], dx: int, dy: int) -> tuple[int, int, int, int]:
+    return box[0] + dx, box[1] + dy, box[2] + dx, box[3] + dy
 
 
 def _runs_down(image: np.ndarray, box: tuple[int, int, int, int], angle: float) -> bool:

@@ -34,7 +34,7 @@ _CLS_HEIGHT, _CLS_WIDTH = 48, 192   # the classifier's input: [batch, 3, 48, 192
 def upright_rotation(page: np.ndarray, num_threads: int = 2) -> int:
     """Degrees (0, 90, 180, 270) to turn `page` (RGB [height, width, 3] uint8) clockwise so its
     text reads upright; 0 when it holds no lines to go by."""
-    detector = LineDetector(num_threads, max_side_len=_DETECT_SIDE)
+    detector = LineDetector(num_threads, max_side_len=_DETECT_SIDE, lone_glyphs=False)
     turned = np.ascontiguousarray(np.rot90(page, k=-1))            # clockwise
     as_is, sideways = _lines(detector, page), _lines(detector, turned)
     rotation, lines, page = (90, sideways, turned) if _length(sideways) > _length(as_is) else (0, as_is, page)

@@ -6,7 +6,7 @@ import pytest
 import vision_samples as samples
 
 from vision.layout import box_iou
-from vision.lines import LineDetector
+from vision.lines import LONE_GLYPH_SCORE, LineDetector
 from vision.onnx_models import LINE_DETECTOR_PPOCRV4
 
 
@@ -71,3 +71,50 @@ def test_blank_and_degenerate_inputs_give_no_lines():
     assert detector.detect(np.zeros((500, 1, 3), dtype=np.uint8)) == []
     assert detector.detect(np.zeros((1, 1, 3), dtype=np.uint8)) == []
     assert detector.detect(np.full((300, 400, 3), 255, dtype=np.uint8), bbox=(50, 50, 50.5, 60)) == []
+
+
+def _contents_page() -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """A contents page: titles, dot leaders, and page numbers alone at the right edge, at 200 DPI."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    entries = [("Preface", "1"), ("Acknowledgements", "3"), ("A Brief Introduction", "7"), ("Running the Program", "7"),
+               ("Simple Examples", "8"), ("Getting Started", "15"), ("Invoking from the Command Line", "16")]
+    numbers = []
+    for row, (title, number) in enumerate(entries):
+        y = 100 + 14 * row
+        page.insert_text((72, y), title, fontname="tiro", fontsize=10)
+        x = 78 + pymupdf.get_text_length(title, fontname="tiro", fontsize=10)
+        while x < 520:
+            page.insert_text((x, y), ".", fontname="tiro", fontsize=10)
+            x += 6
+        page.insert_text((535, y), number, fontname="tiro", fontsize=10)
+        numbers.append((round((y - 3.5) * 200 / 72), number))     # the number's middle, in pixels
+    pixmap = page.get_pixmap(dpi=200)
+    return np.frombuffer(pixmap.samples, np.uint8).reshape(pixmap.height, pixmap.width, 3).copy(), numbers
+
+
+def test_a_page_number_standing_alone_is_a_line():
+    """The detector passes over some lone glyphs (here the first page number); every number
+    comes back as a line of its own, and nothing else is added (not the dot leaders)."""
+    image, numbers = _contents_page()
+    at_right = lambda lines: [line for line in lines if line.bbox[0] > 1400]
+    detected = at_right(LineDetector(lone_glyphs=False).detect(image))
+    lines = at_right(LineDetector().detect(image))
+    assert len(detected) < len(numbers) == len(lines)
+    for middle, number in numbers:
+        assert sum(line.bbox[1] < middle < line.bbox[3] for line in lines) == 1, number
+    everything = LineDetector().detect(image)
+    assert len(everything) == 2 * len(numbers), "titles and numbers; no line of dots"
+
+
+def test_a_noisy_page_gets_no_lone_glyphs():
+    """Specks everywhere (more lone blobs than a quarter of the lines): none are taken for glyphs."""
+    image, numbers = _contents_page()
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        x, y = int(rng.integers(100, 1500)), int(rng.integers(800, 2000))
+        cv2.rectangle(image, (x, y), (x + 8, y + 14), (0, 0, 0), -1)
+    lines = LineDetector().detect(image)
+    assert all(line.score != LONE_GLYPH_SCORE for line in lines)
