@@ -253,7 +253,7 @@ def inline_markdown(items: list[Item]) -> str | None:
     literal `$` outside the maths is escaped, so no Markdown reader pairs it with one of ours."""
     if not items:
         return None
-    items = sorted(items, key=lambda it: (it.x0, it.y0))
+    items = sorted(_with_accents(items), key=lambda it: (it.x0, it.y0))
     size = _main_size(items)
     on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size]
     baseline = statistics.median(on_line) if on_line else items[0].baseline
@@ -527,29 +527,29 @@ def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
 
 
 def _with_accents(items: list[Item]) -> list[Item]:
-    """An accent glyph over a letter: the letter with its accent (`\\hat{x}`). TeX puts the accent
-    over the letter's box (raised only over a tall letter), or gives it no width and sets it just
-    before the letter."""
-    accents = [it for it in items if it.char in _ACCENTS and it.kind == "glyph"]
-    if not accents:
-        return items
-    used: list[Item] = []
+    """An accent glyph over a maths letter: the letter with its accent (`\\hat{x}`). TeX puts the
+    accent over the letter's box (raised only over a tall letter), or gives it no width and sets it
+    just before the letter; accents stacked on one letter are taken lowest first. The items are
+    new where they change: a page's glyphs are shared by every formula asked about."""
+    accents = sorted((it for it in items if it.char in _ACCENTS and it.kind == "glyph" and not it.typewriter),
+                     key=lambda it: -it.baseline)
     for accent in accents:
-        bases = [it for it in items if it is not accent and it.char not in _ACCENTS and it.kind != "big"
-                 and it.y1 > accent.y0 and it.y0 < accent.y1 and abs(it.size - accent.size) < 0.3 * accent.size]
+        # a text font's letter under an accent is a word's accented letter, upright or in italics
+        # (text_normal composes those): only a maths font's glyph takes one here
+        bases = [it for it in items if it.char not in _ACCENTS and it.maths_font and it.y1 > accent.y0
+                 and it.y0 < accent.y1 and abs(it.size - accent.size) < 0.3 * accent.size]
         if accent.x1 - accent.x0 < 0.05 * accent.size:
             after = [it for it in bases if 0 <= it.x0 - accent.x0 < 0.5 * accent.size]
             base = min(after, key=lambda it: it.x0, default=None)
         else:
             over = [it for it in bases if it.x0 - 0.1 * it.size <= accent.centre_x <= it.x1 + 0.1 * it.size]
             base = min(over, key=lambda it: abs(it.centre_x - accent.centre_x), default=None)
-        if base is None or any(base is u for u in used):
+        if base is None:
             continue
-        base.latex = f"{_ACCENTS[accent.char]}{{{base.latex}}}"
-        base.x0, base.x1 = min(base.x0, accent.x0), max(base.x1, accent.x1)
-        base.y0 = min(base.y0, accent.y0)
-        used.append(accent)
-    return [it for it in items if not any(it is u for u in used)]
+        accented = replace(base, latex=f"{_ACCENTS[accent.char]}{{{base.latex}}}", x0=min(base.x0, accent.x0),
+                           x1=max(base.x1, accent.x1), y0=min(base.y0, accent.y0))
+        items = [accented if it is base else it for it in items if it is not accent]
+    return items
 
 
 def _with_arrays(items: list[Item]) -> list[Item]:

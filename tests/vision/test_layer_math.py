@@ -147,3 +147,17 @@ def test_accents_matrices_binomials_and_cases_set_by_tex():
         [row] = maths.formula_rows((0, top, page.rect.width, bottom))
         found.append(row.latex)
     assert found == TEX_DISPLAYS
+
+
+def test_accented_letters_in_a_line_of_prose_set_by_tex():
+    from pathlib import Path
+
+    page = pymupdf.open(Path(__file__).parent / "tex" / "inline.pdf")[0]
+    maths = PageMaths(page)
+    lines = sorted((line["bbox"] for block in page.get_text("dict")["blocks"] for line in block["lines"]),
+                   key=lambda box: box[1])
+    first, second = [(0, box[1], page.rect.width, box[3]) for box in lines]
+    line = maths.inline_text(first)
+    assert line == r"The estimate $\hat{\theta}$ of $\theta$ is unbiased, and $\bar{x}$ is the mean."
+    assert maths.inline_text(first) == line, "asking twice changes nothing"
+    assert maths.inline_text(second) is None, "accented words are prose"
