@@ -54,6 +54,34 @@ def test_a_photo_comes_out_upright_and_flat(page, rotation):
     assert flat.height / flat.width == pytest.approx(page.shape[0] / page.shape[1], rel=0.15)
 
 
+def _vertical_japanese_page() -> np.ndarray:
+    """An A4 page of vertical Japanese at 150 DPI: columns of characters, the first at the right."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    sheet = doc.new_page(width=595, height=842)
+    writer = pymupdf.TextWriter(sheet.rect)
+    font = pymupdf.Font("japan")
+    text = "吾輩は猫である名前はまだ無いどこで生れたかとんと見当がつかぬ何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している"
+    per_column = 30
+    for k in range(0, len(text), per_column):
+        for i, char in enumerate(text[k:k + per_column]):
+            writer.append((520 - 34 * (k // per_column), 70 + 23 * i), char, font=font, fontsize=20)
+    writer.write_text(sheet)
+    pixmap = sheet.get_pixmap(dpi=150)
+    return np.frombuffer(pixmap.samples, np.uint8).reshape(pixmap.height, pixmap.width, 3).copy()
+
+
+def test_a_photo_of_vertical_writing_is_not_turned_on_its_side():
+    """Its columns run down the page, so the detector finds longer lines with the page turned, as on
+    a page of Latin print lying on its side: the square glyph cells down the columns tell it apart."""
+    vertical = _vertical_japanese_page()
+    photo = make_photo(vertical, "tategaki", rotation=0)
+    flat, geometry = straighten_photo(Image.open(io.BytesIO(photo.jpeg)), num_threads=1)
+    assert geometry is not None and geometry.rotation == 0
+    assert flat.height > flat.width
+
+
 def test_a_flat_scan_is_left_byte_for_byte(page):
     rng = np.random.default_rng(0)
     scan = np.clip(page.astype(np.float32) * 0.97 + rng.normal(0, 2, page.shape), 0, 255).astype(np.uint8)
