@@ -9,11 +9,22 @@ it sees rather than what a language model would expect.
 Held-out text (evaluation only): the licence texts Debian ships in
 /usr/share/common-licenses, and tables of numbers and codes made by a different
 generator. Nothing here reads pages of existing PDF documents.
+
+European text (`european_prose`, the fifth fine-tuning phase): the message translations
+installed programs ship (`/usr/share/locale/<language>/LC_MESSAGES/*.mo`: coreutils, apt, bash,
+GTK ...) in the languages the model's Latin-1 alphabet spells (French, German, Spanish,
+Italian, Portuguese, Dutch, Danish, Swedish, Norwegian, Finnish, Icelandic, Catalan,
+Galician), and Faker's names, places and words in those locales. One message catalogue in
+eight (by a checksum of its name) is held out for evaluation, with the held-out fonts.
+No catalogue belongs to a benchmark document's program (`_NOT_EUROPEAN_TEXT`).
 """
 from __future__ import annotations
 
 import ast
 import functools
+import gettext
+import unicodedata
+import zlib
 import random
 import string
 import sysconfig
@@ -65,6 +76,41 @@ def licence_prose() -> tuple[str, ...]:
     return tuple(paragraphs)
 
 
+EUROPEAN_LANGUAGES = ("fr", "de", "es", "it", "pt", "pt_BR", "nl", "da", "sv", "nb", "fi", "is", "ca", "gl")
+EUROPEAN_LOCALES = ("fr_FR", "de_DE", "es_ES", "it_IT", "pt_PT", "nl_NL", "da_DK", "no_NO", "de_AT", "fr_CH")
+# catalogues of programs whose manuals are benchmark documents: their words stay out of training
+_NOT_EUROPEAN_TEXT = ("octave", "gnuplot", "asymptote", "texinfo", "R", "R-base", "RGui", "memoir")
+
+
+def _held_out_catalogue(name: str) -> bool:
+    return zlib.crc32(name.encode()) % 8 == 0
+
+
+@functools.lru_cache(maxsize=4)
+def european_prose(held_out: bool = False, root: Path = Path("/usr/share/locale")) -> tuple[str, ...]:
+    """Translated messages of at least three words, whitespace-collapsed and spelled in the
+    model's alphabet, from the catalogues of one side of the split."""
+    paragraphs: list[str] = []
+    for language in EUROPEAN_LANGUAGES:
+        for path in sorted((root / language / "LC_MESSAGES").glob("*.mo")):
+            if path.stem in _NOT_EUROPEAN_TEXT or _held_out_catalogue(path.stem) != held_out:
+                continue
+            try:
+                with path.open("rb") as handle:
+                    catalogue = gettext.GNUTranslations(handle)
+            except (OSError, ValueError, UnicodeDecodeError):
+                continue
+            for key, message in catalogue._catalog.items():   # noqa: SLF001 (gettext has no public iterator)
+                if not key or not isinstance(message, str):
+                    continue    # the catalogue's header (its metadata), or a plural's index
+                # a message with a letter the model cannot spell is left out whole, not respelled
+                text = unicodedata.normalize("NFC", " ".join(message.replace("&", "").replace("_", " ").split()))
+                cleaned = _clean(text)
+                if len(cleaned.split()) >= 3 and len(cleaned) == len(text):
+                    paragraphs.append(cleaned)
+    return tuple(paragraphs)
+
+
 def window(paragraphs: tuple[str, ...], rng: random.Random, max_chars: int) -> str:
     """A run of whole words from a random paragraph, at most `max_chars` long."""
     words = rng.choice(paragraphs).split()
@@ -90,6 +136,7 @@ class TrainingText:
         self.fake.seed_instance(seed)
         self.prose = stdlib_prose()
         self._technical = None
+        self._european = None
 
     def line(self) -> str:
         rng = self.rng
@@ -127,6 +174,33 @@ class TrainingText:
                 text += (rng.choice(["  ", " ", " · ", " | ", ", "]) if text else "") + self._field()
         text = _clean(text)[:160]
         return text or "."
+
+    def european_line(self) -> str:
+        """A line in a European language: a translated message, or a name, place, company or
+        run of words of Faker's European locales, at any length the other lines have."""
+        rng = self.rng
+        if self._european is None:
+            from faker import Faker
+
+            self._european = Faker(list(EUROPEAN_LOCALES))
+            self._european.seed_instance(rng.getrandbits(32))
+        fake = self._european[rng.choice(EUROPEAN_LOCALES)]
+        max_chars = rng.choice([rng.randint(8, 40), rng.randint(30, 90), rng.randint(60, 140)])
+        kind = rng.random()
+        if kind < 0.55:
+            text = window(european_prose(), rng, max_chars)
+            while len(text) < max_chars - 25 and rng.random() < 0.6:
+                text += " " + window(european_prose(), rng, max_chars - len(text) - 1)
+        elif kind < 0.8:
+            fields = [fake.name, fake.city, fake.street_address, fake.company, lambda: fake.address().replace("\n", ", "),
+                      lambda: fake.name() + ", " + fake.city(), lambda: fake.date(pattern="%d %B %Y")]
+            text = rng.choice(fields)()
+        else:
+            text = fake.sentence(nb_words=rng.randint(3, 14))
+        text = _clean(text)
+        if rng.random() < 0.05:
+            text = text.upper()
+        return text[:160] or "."
 
     def technical_line(self) -> str:
         """A line of the technical print that prose and fields rarely give (markup and program

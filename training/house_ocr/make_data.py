@@ -7,7 +7,10 @@ Each shard `shard-NNNNN.npz` holds `features` (float16 [total_frames, 120]),
 training can start on the first ones while later ones are being made. Shard k
 is generated from seed (seed, k) alone: any shard can be regenerated exactly.
 `--held-out` makes the validation set from the held-out fonts and corpus; `--long` full-width
-lines; `--technical` small-print markup, code, index and bibliography lines.
+lines; `--technical` small-print markup, code, index and bibliography lines; `--european`
+lines in European languages (`corpus.TrainingText.european_line`; with `--held-out`, the
+held-out message catalogues and fonts, as `eval-eu-*` shards the training run's own
+validation does not read).
 """
 from __future__ import annotations
 
@@ -24,15 +27,20 @@ from training.house_ocr import corpus, fonts, render
 
 
 def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEncoder,
-               long_lines: bool = False, technical: bool = False) -> dict[str, np.ndarray]:
+               long_lines: bool = False, technical: bool = False, european: bool = False) -> dict[str, np.ndarray]:
     rng = random.Random(f"{seed}/{index}/{held_out}" + ("/long" if long_lines else "")
-                        + ("/technical" if technical else ""))
+                        + ("/technical" if technical else "") + ("/european" if european else ""))
     np.random.seed(rng.getrandbits(32))
     font_set = fonts.held_out_fonts() if held_out else fonts.training_fonts()
     text_source = corpus.TrainingText(seed * 100003 + index)
     features, texts, offsets = [], [], [0]
     for _ in range(size):
-        if held_out:
+        if european and held_out:
+            text = corpus.window(corpus.european_prose(held_out=True), rng, rng.choice([rng.randint(8, 40),
+                                                                                     rng.randint(30, 120)]))
+        elif european:
+            text = text_source.european_line()
+        elif held_out:
             text = corpus.window(corpus.licence_prose(), rng, rng.choice([rng.randint(3, 20), rng.randint(20, 90)]))
         elif long_lines:
             text = text_source.long_line()
@@ -64,20 +72,25 @@ def main() -> None:
                         "(shards named shard-long-*)")
     parser.add_argument("--technical", action="store_true", help="markup and program source, index entries, "
                         "bibliography entries and maths in small print, mostly scan-like (shards named shard-tech-*)")
+    parser.add_argument("--european", action="store_true", help="lines in European languages (shards named "
+                        "shard-eu-*; with --held-out, eval-eu-*)")
     args = parser.parse_args()
-    if args.long and args.technical:
-        parser.error("--long and --technical make different shards: give one")
+    if args.long + args.technical + args.european > 1:
+        parser.error("--long, --technical and --european make different shards: give one")
     args.out.mkdir(parents=True, exist_ok=True)
     encoder = LineEncoder(args.threads)
     shards = -(-args.samples // args.shard_size)
-    prefix = "val" if args.held_out else ("shard-long" if args.long else "shard-tech" if args.technical else "shard")
+    if args.european:
+        prefix = "eval-eu" if args.held_out else "shard-eu"
+    else:
+        prefix = "val" if args.held_out else ("shard-long" if args.long else "shard-tech" if args.technical else "shard")
     started = time.time()
     for index in range(shards):
         path = args.out / f"{prefix}-{index:05d}.npz"
         if path.exists():
             continue
         size = min(args.shard_size, args.samples - index * args.shard_size)
-        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long, args.technical)
+        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long, args.technical, args.european)
         tmp = path.with_suffix(".tmp.npz")
         np.savez(tmp, **shard)
         os.replace(tmp, path)

@@ -125,6 +125,8 @@ def main() -> None:
     parser.add_argument("--pool-size", type=int, default=16384, help="samples drawn per pool (new shards join "
                         "at the next pool)")
     parser.add_argument("--long-weight", type=float, default=3.0, help="sampling weight of shard-long-* samples")
+    parser.add_argument("--extra-val", default=None, help="a second validation set's shard prefix (eval-eu: the "
+                        "held-out European lines), reported as <prefix>_cer beside val_cer")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -160,6 +162,9 @@ def main() -> None:
 
     train, val = Shards(args.data, "shard"), Shards(args.data, "val")
     val.refresh()
+    extra = Shards(args.data, args.extra_val) if args.extra_val else None
+    if extra is not None:
+        extra.refresh()
     queue: list[list[tuple[str, int]]] = []
     started, window = time.time(), []
     model.train()
@@ -202,6 +207,9 @@ def main() -> None:
             window = []
             if step % args.val_every == 0 or step == args.steps:
                 record.update(validate(model, val, args.val_samples))
+                if extra is not None:
+                    record.update({f"{args.extra_val}_{key[4:]}": value
+                                   for key, value in validate(model, extra, args.val_samples).items()})
             print(json.dumps(record), flush=True)
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
                         "rng": rng.getstate(), "config": config.to_dict()}, args.out / "last.tmp.pt")
