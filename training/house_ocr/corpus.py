@@ -187,7 +187,7 @@ class TrainingText:
         fake = self._european[rng.choice(EUROPEAN_LOCALES)]
         max_chars = rng.choice([rng.randint(8, 40), rng.randint(30, 90), rng.randint(60, 140)])
         kind = rng.random()
-        if kind < 0.55:
+        if kind < 0.55 and european_prose():   # a machine without the catalogues gets Faker's text only
             text = window(european_prose(), rng, max_chars)
             while len(text) < max_chars - 25 and rng.random() < 0.6:
                 text += " " + window(european_prose(), rng, max_chars - len(text) - 1)

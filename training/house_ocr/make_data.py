@@ -77,6 +77,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.long + args.technical + args.european > 1:
         parser.error("--long, --technical and --european make different shards: give one")
+    if args.european and args.held_out and not corpus.european_prose(held_out=True):
+        parser.error("--european --held-out: no held-out message catalogues under /usr/share/locale")
     args.out.mkdir(parents=True, exist_ok=True)
     encoder = LineEncoder(args.threads)
     shards = -(-args.samples // args.shard_size)
