@@ -18,12 +18,12 @@ The detector passes over a glyph standing alone: a contents page's single-digit 
 at the end of their dot leaders, a roman folio, a list's bullet (seen: 11 of a contents page's
 page numbers missed, where Tesseract read them all). So ink the lines do not cover is looked at
 once more (`lone_glyphs`): blobs of a glyph's height and shape, apart from every line, clustered
-along their row, become lines of their own. A page where that finds more than a quarter as
+along their row, join the line they stand beside or become lines of their own. A page where that finds more than a quarter as
 many as the detector did (a noisy scan's specks, shadows, a textured background) gets none.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -137,9 +137,8 @@ class LineDetector:
                 box = (left, top, right, bottom)
                 lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))
         if self.lone_glyphs:
-            lines += [TextLine((left + x_off, top + y_off, right + x_off, bottom + y_off), LONE_GLYPH_SCORE)
-                      for left, top, right, bottom in lone_glyphs(crop, [_shifted(line.bbox, -x_off, -y_off)
-                                                                         for line in lines])]
+            for box in lone_glyphs(crop, [_shifted(line.bbox, -x_off, -y_off) for line in lines]):
+                lines = _with_lone_glyph(lines, _shifted(box, x_off, y_off))
         return lines
 
     def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -178,6 +177,7 @@ class LineDetector:
 
 
 LONE_GLYPH_SCORE = 0.5   # the score a line found by `lone_glyphs` carries (the detector's are its own)
+LONE_JOIN_GAP = 0.5      # line heights: a lone glyph this close beside a line on its row (a word space) belongs to it
 
 
 def lone_glyphs(image: np.ndarray, boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
@@ -220,10 +220,34 @@ def lone_glyphs(image: np.ndarray, boxes: list[tuple[int, int, int, int]]) -> li
     page_height, page_width = ink.shape
     grown = []
     for left, top, right, bottom in clusters:
-        margin = round(0.3 * (bottom - top))
-        grown.append((max(0, left - margin), max(0, top - margin), min(page_width, right + margin),
+        # grown up and down as the detector grows a line; across by a hair only, so the gap to
+        # the next box on the row (a listing's spaces are measured from it) stays as printed
+        margin, side = round(0.3 * (bottom - top)), 1
+        grown.append((max(0, left - side), max(0, top - margin), min(page_width, right + side),
                       min(page_height, bottom + margin)))
     return grown
+
+
+def _with_lone_glyph(lines: list[TextLine], box: tuple[int, int, int, int]) -> list[TextLine]:
+    """`lines` with a lone glyph's box: the line it stands beside on its row, within a word
+    space (`LONE_JOIN_GAP` of that line's height: a bullet before its item, a last digit the
+    detector cut off), grown to take it in; else a line of its own (a page number at the end of
+    its dot leaders, a listing's "+" prompt three spaces before its statement, whose gap the
+    listing's layout measures)."""
+    left, top, right, bottom = box
+    best, best_gap = None, None
+    for k, line in enumerate(lines):
+        x0, y0, x1, y1 = line.bbox
+        if line.vertical or min(bottom, y1) - max(top, y0) < 0.5 * min(bottom - top, y1 - y0):
+            continue
+        gap = max(x0 - right, left - x1, 0)
+        if gap <= LONE_JOIN_GAP * (y1 - y0) and (best_gap is None or gap < best_gap):
+            best, best_gap = k, gap
+    if best is None:
+        return lines + [TextLine(box, LONE_GLYPH_SCORE)]
+    x0, y0, x1, y1 = lines[best].bbox
+    grown = replace(lines[best], bbox=(min(x0, left), min(y0, top), max(x1, right), max(y1, bottom)))
+    return lines[:best] + [grown] + lines[best + 1:]
 
 
 def _shifted(box: tuple[int, int, int, int], dx: int, dy: int) -> tuple[int, int, int, int]:
