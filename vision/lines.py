@@ -18,8 +18,9 @@ The detector passes over a glyph standing alone: a contents page's single-digit 
 at the end of their dot leaders, a roman folio, a list's bullet (seen: 11 of a contents page's
 page numbers missed, where Tesseract read them all). So ink the lines do not cover is looked at
 once more (`lone_glyphs`): blobs of a glyph's height and shape, apart from every line, clustered
-along their row, join the line they stand beside or become lines of their own. A page where that finds more than a quarter as
-many as the detector did (a noisy scan's specks, shadows, a textured background) gets none.
+along their row, join the line they stand beside or become lines of their own. A page where
+that finds more than a quarter as many as the detector did (a noisy scan's specks, shadows, a
+textured background) gets none.
 """
 from __future__ import annotations
 
