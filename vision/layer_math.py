@@ -424,12 +424,12 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
 
 def _token(char: str, font: str) -> tuple[str, str]:
     """(LaTeX, kind) for one character of `font`; ("", "") for a space or nothing."""
-    if _OMX_FONT.search(font) and len(char) == 1 and ord(char) < 0x80:
-        # raw codes, some of which are control characters Python counts as space (0x0C is |)
-        symbol = _OMX.get(ord(char), "")
-        return symbol, "big"
-    if _OMX_FONT.search(font) and char in _PIECES:
-        return _PIECES[char], "big"
+    if _OMX_FONT.search(font):
+        if len(char) == 1 and ord(char) < 0x80:
+            # raw codes, some of which are control characters Python counts as space (0x0C is |)
+            return _OMX.get(ord(char), ""), "big"
+        if char in _PIECES:
+            return _PIECES[char], "big"
     if not char or char.isspace():
         return "", ""
     if len(char) == 1 and 0x1D400 <= ord(char) <= 0x1D7FF:
@@ -853,7 +853,7 @@ def _upright(run: list[Item]) -> str:
 
 
 def _atomic(text: str) -> bool:
-    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{\\?[A-Za-z]+\}|\\operatorname\{\w+\}|\{.*\}", text))
+    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{(?:\\[A-Za-z]+|\w+)\}|\{.*\}", text))
 
 
 def _joined(parts: list[str]) -> str:

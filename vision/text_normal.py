@@ -57,8 +57,8 @@ def digits_kept(text: str) -> str:
 
 
 def _zeros_in_number(match: re.Match) -> str:
-    number = match.group()
-    if not any(char.isdigit() for char in number) or number[0] in ".,":
+    number = match.group()   # holds a digit: the pattern looks ahead for one
+    if number[0] in ".,":
         return number
     if number[0] in "Oo" and len(number) > 1 and number[1].isdigit():
         return number   # "O2", "o3": a name or a label, not a number that starts with zero
