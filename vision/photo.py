@@ -206,7 +206,11 @@ def _flatten_curl(warped: np.ndarray, margin: tuple[int, int]) -> tuple[np.ndarr
     if max(across[2], along[2]) < _MIN_BOW:
         return flat, False
     if across[2] >= along[2]:
+        if not _plausible_edges(across[0], across[1], full_h - 2 * my):
+            return flat, False
         return _stretch_columns(warped, across[0], across[1], mx), True
+    if not _plausible_edges(along[0], along[1], full_w - 2 * mx):
+        return flat, False
     turned = np.ascontiguousarray(warped.transpose(1, 0, 2))
     return np.ascontiguousarray(_stretch_columns(turned, along[0], along[1], my).transpose(1, 0, 2)), True
 
@@ -229,6 +233,15 @@ def _edge_curves(mask: np.ndarray, scale: float, margin: tuple[int, int],
     bow = max(np.ptp(top - np.polyval(np.polyfit(page_xs, top, 1), page_xs)),
               np.ptp(bottom - np.polyval(np.polyfit(page_xs, bottom, 1), page_xs)))
     return top, bottom, float(bow / max(1, height))
+
+
+def _plausible_edges(top: np.ndarray, bottom: np.ndarray, height: int) -> bool:
+    """Whether two fitted edges can bound the page: finite, the bottom below the top everywhere,
+    and as far apart as the flat page is tall, within half of it. A polynomial fitted to the
+    mask of a tiny or garbled image can cross itself; the flat page is kept then."""
+    span = bottom - top
+    return bool(np.isfinite(span).all() and (span > 0).all()
+                and 0.5 * height <= float(np.median(span)) <= 1.5 * height)
 
 
 def _stretch_columns(warped: np.ndarray, top: np.ndarray, bottom: np.ndarray, mx: int) -> np.ndarray:
