@@ -1,5 +1,6 @@
 """The fifth fine-tuning phase's European text: translated messages from gettext catalogues,
-split by catalogue into training and held-out sides, in the model's alphabet only."""
+split by catalogue into training and held-out sides, in the model's alphabet only; and the
+repeated runs mixed in with them."""
 from __future__ import annotations
 
 import struct
@@ -53,3 +54,17 @@ def test_european_lines_are_deterministic_and_spelled_in_the_alphabet():
     assert lines == [second.european_line() for _ in range(40)]
     assert all(line and all(char in CHARACTERS for char in line) for line in lines)
     assert any(any(char in "àâçéèêëîïôûùüÿæœäöüßåøáíóúñ" for char in line.lower()) for line in lines)
+
+
+def test_repeat_lines_hold_long_runs_in_the_alphabet():
+    """`make_data --repeats`: what keeps a fine-tuned model reading forty zeros as forty zeros."""
+    import re
+
+    first, second = corpus.TrainingText(11), corpus.TrainingText(11)
+    lines = [first.repeat_line() for _ in range(200)]
+    assert lines == [second.repeat_line() for _ in range(200)]
+    assert all(line and all(char in CHARACTERS for char in line) for line in lines)
+    runs = [max(len(m.group(0)) for m in re.finditer(r"(.)\1*", line)) for line in lines]
+    assert sum(run >= 20 for run in runs) >= 40                 # long runs of one character
+    assert any(re.fullmatch(r"0{5,}[0-9]+", line) for line in lines)   # zero-padded numbers
+    assert not any(set(line) <= set("lI|oO") for line in lines)  # runs fonts draw alike are left out

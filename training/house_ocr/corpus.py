@@ -202,6 +202,33 @@ class TrainingText:
             text = text.upper()
         return text[:160] or "."
 
+    def repeat_line(self) -> str:
+        """A line of one character or a short unit over and over, or a long run of digits: rules
+        typed as `-----`, dot leaders, zero-filled numbers, check digits, `ababab`. Fine-tuning on
+        text without them made the model misread a run of forty zeros (the fifth phase), so a
+        share of these goes with any phase that moves it far from its first data."""
+        rng = self.rng
+        kind = rng.random()
+        if kind < 0.35:     # one character, repeated
+            text = rng.choice("00001112223334567890--==__..**~~##++x/") * rng.randint(3, 80)   # no l/I/|, o/O: fonts draw them alike
+        elif kind < 0.50:   # a short unit, repeated
+            unit = "".join(rng.choice(string.ascii_letters + string.digits + ".-=*/ ") for _ in range(rng.randint(2, 4)))
+            text = unit * rng.randint(3, max(3, 80 // len(unit)))
+        elif kind < 0.75:   # a long number, grouped or not, often zero-padded
+            digits = "0" * rng.randint(0, 30) + "".join(rng.choice(string.digits) for _ in range(rng.randint(1, 30)))
+            if rng.random() < 0.4:
+                step = rng.choice([3, 4, 5])
+                text = rng.choice([" ", "-", ".", ","]).join(digits[i:i + step] for i in range(0, len(digits), step))
+            else:
+                text = digits
+        else:               # a label and a value across a run of leaders or a rule
+            label = rng.choice([self.fake.word().title(), self.fake.sentence(nb_words=rng.randint(2, 5))[:-1],
+                                f"{rng.randint(1, 30)}.{rng.randint(1, 20)} {self.fake.word().title()}"])
+            run = rng.choice(". -_=*") * rng.randint(4, 60)
+            value = rng.choice([str(rng.randint(1, 999)), f"{rng.uniform(0, 99999):,.2f}", "0" * rng.randint(2, 12)])
+            text = f"{label} {run} {value}"
+        return text[:150]
+
     def technical_line(self) -> str:
         """A line of the technical print that prose and fields rarely give (markup and program
         source, index and bibliography entries, inline maths): `technical.py`, which says where its

@@ -10,7 +10,8 @@ is generated from seed (seed, k) alone: any shard can be regenerated exactly.
 lines; `--technical` small-print markup, code, index and bibliography lines; `--european`
 lines in European languages (`corpus.TrainingText.european_line`; with `--held-out`, the
 held-out message catalogues and fonts, as `eval-eu-*` shards the training run's own
-validation does not read).
+validation does not read); `--repeats` runs of one character, short units and long numbers
+(`corpus.TrainingText.repeat_line`).
 """
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ from training.house_ocr import corpus, fonts, render
 
 
 def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEncoder,
-               long_lines: bool = False, technical: bool = False, european: bool = False) -> dict[str, np.ndarray]:
+               long_lines: bool = False, technical: bool = False, european: bool = False,
+               repeats: bool = False) -> dict[str, np.ndarray]:
     rng = random.Random(f"{seed}/{index}/{held_out}" + ("/long" if long_lines else "")
-                        + ("/technical" if technical else "") + ("/european" if european else ""))
+                        + ("/technical" if technical else "") + ("/european" if european else "")
+                        + ("/repeats" if repeats else ""))
     np.random.seed(rng.getrandbits(32))
     font_set = fonts.held_out_fonts() if held_out else fonts.training_fonts()
     text_source = corpus.TrainingText(seed * 100003 + index)
@@ -40,6 +43,8 @@ def make_shard(index: int, size: int, seed: int, held_out: bool, encoder: LineEn
                                                                                      rng.randint(30, 120)]))
         elif european:
             text = text_source.european_line()
+        elif repeats:
+            text = text_source.repeat_line()
         elif held_out:
             text = corpus.window(corpus.licence_prose(), rng, rng.choice([rng.randint(3, 20), rng.randint(20, 90)]))
         elif long_lines:
@@ -74,9 +79,13 @@ def main() -> None:
                         "bibliography entries and maths in small print, mostly scan-like (shards named shard-tech-*)")
     parser.add_argument("--european", action="store_true", help="lines in European languages (shards named "
                         "shard-eu-*; with --held-out, eval-eu-*)")
+    parser.add_argument("--repeats", action="store_true", help="runs of one character or a short unit, long "
+                        "numbers, leaders (shards named shard-rep-*)")
     args = parser.parse_args()
-    if args.long + args.technical + args.european > 1:
-        parser.error("--long, --technical and --european make different shards: give one")
+    if args.long + args.technical + args.european + args.repeats > 1:
+        parser.error("--long, --technical, --european and --repeats make different shards: give one")
+    if args.repeats and args.held_out:
+        parser.error("--repeats makes training shards only")
     if args.european and args.held_out and not corpus.european_prose(held_out=True):
         parser.error("--european --held-out: no held-out message catalogues under /usr/share/locale")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +93,8 @@ def main() -> None:
     shards = -(-args.samples // args.shard_size)
     if args.european:
         prefix = "eval-eu" if args.held_out else "shard-eu"
+    elif args.repeats:
+        prefix = "shard-rep"
     else:
         prefix = "val" if args.held_out else ("shard-long" if args.long else "shard-tech" if args.technical else "shard")
     started = time.time()
@@ -92,7 +103,8 @@ def main() -> None:
         if path.exists():
             continue
         size = min(args.shard_size, args.samples - index * args.shard_size)
-        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long, args.technical, args.european)
+        shard = make_shard(index, size, args.seed, args.held_out, encoder, args.long, args.technical, args.european,
+                           args.repeats)
         tmp = path.with_suffix(".tmp.npz")
         np.savez(tmp, **shard)
         os.replace(tmp, path)
