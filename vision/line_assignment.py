@@ -41,6 +41,7 @@ from vision.lines import TextLine
 
 LEADER_INK_COLUMNS = 0.08   # share of the dotted run's pixel columns holding ink for leaders to join two lines
 LEADER_SPAN = 0.6           # share of the gap the dotted run must cover
+LEADER_INK_SHADE = 0.75     # of the paper's brightness (the gap's median): darker is ink
 MIN_COVER = 0.5         # share of a line's area a region must cover to claim it
 ROW_GAP_HEIGHTS = 1.0   # same row: joined across a gap of up to this many line heights (a column gap is wider)
 STACK_GAP_HEIGHTS = 1.0  # stacked lines: joined across a vertical gap of up to this many line heights
@@ -187,10 +188,12 @@ def _are_neighbours(a: Sequence[float], a_band: tuple[float, float], b: Sequence
 
 def _joined_by_leaders(page: np.ndarray, a: Sequence[float], a_band: tuple[float, float], b: Sequence[float],
                        b_band: tuple[float, float]) -> bool:
-    """Same row, apart, and the gap between them dotted: ink (darker than mid-grey, within the
-    row's band) runs over at least `LEADER_SPAN` of the gap, at least `LEADER_INK_COLUMNS` of
-    the pixel columns along that run hold ink, and no blank stretch in it is as wide as the row
-    is tall (a gutter is blank, or crossed by one rule; dots are close together)."""
+    """Same row, apart, and the gap between them dotted: ink (within the row's band, darker
+    than `LEADER_INK_SHADE` of the gap's paper, so the grey specks a blurred scan makes of
+    small dots count too) runs over at least `LEADER_SPAN` of the gap, at least
+    `LEADER_INK_COLUMNS` of the pixel columns along that run hold ink, and no blank stretch in
+    it is as wide as the row is tall (a gutter is blank, or crossed by one rule; dots are
+    close together)."""
     (a_top, a_bottom), (b_top, b_bottom) = a_band, b_band
     top, bottom = max(a_top, b_top), min(a_bottom, b_bottom)
     if bottom - top < 0.5 * min(a_bottom - a_top, b_bottom - b_top):
@@ -200,7 +203,8 @@ def _joined_by_leaders(page: np.ndarray, a: Sequence[float], a_band: tuple[float
     y0, y1 = max(0, int(top)), min(page.shape[0], int(np.ceil(bottom)))
     if x1 - x0 < 4 or y1 <= y0:
         return False
-    inked = (page[y0:y1, x0:x1].min(axis=2) < 128).any(axis=0)    # [columns]: darkest channel
+    darkest = page[y0:y1, x0:x1].min(axis=2)                        # [rows, columns]: darkest channel
+    inked = (darkest < LEADER_INK_SHADE * float(np.median(darkest))).any(axis=0)   # [columns]
     at = np.flatnonzero(inked)
     if at.size == 0 or at[-1] - at[0] + 1 < LEADER_SPAN * inked.size:
         return False

@@ -116,3 +116,18 @@ def test_dot_leaders_join_an_entry_to_its_page_number_and_a_blank_gutter_does_no
     assert sorted([line.bbox for line in group] for group in groups) == sorted(
         [[entry.bbox, number.bbox], [left.bbox], [right.bbox]])
     assert sorted(len(g) for g in group_lines([entry, number], None)) == [1, 1]   # without the pixels: apart
+
+
+def test_dot_leaders_on_a_scan_join_and_its_noisy_gutter_does_not():
+    """A 150-DPI scan blurs leader dots into grey specks a pixel or two wide on toned paper
+    (amsldoc's contents page came apart: its page numbers were read after the entries)."""
+    rng = np.random.default_rng(0)
+    page = np.clip(rng.normal(220, 6, (200, 1000, 3)), 0, 255).astype(np.uint8)   # toned, noisy paper
+    entry, number = _line(100, 50, 300, 70), _line(560, 50, 590, 70)
+    for x in range(306, 555, 16):
+        page[61:64, x] = 115                                              # specks, 16 px apart
+        page[61:64, x + 1] = 155
+    left, right = _line(100, 120, 450, 140), _line(600, 120, 900, 140)
+    groups = group_lines([entry, number, left, right], page)
+    assert sorted([line.bbox for line in group] for group in groups) == sorted(
+        [[entry.bbox, number.bbox], [left.bbox], [right.bbox]])
