@@ -27,6 +27,10 @@ pytestmark = pytest.mark.slow
 
 NUM_INPUTS = 4
 PAGES = 3
+# Pages of each input in the resumed-run test: all inputs are submitted at once and read side by
+# side, so inputs of one length finish together, and under load `run` could record all of them in
+# one poll before the test saw the first; the short one finishes well before the long ones.
+INPUT_PAGES = (1, PAGES, 3 * PAGES, 3 * PAGES)
 
 
 def _env(tmp_path) -> dict[str, str]:
@@ -80,8 +84,8 @@ def _kill_run_mid_folder(tmp_path, folder: Path, out: Path) -> list[int]:
 def test_a_killed_run_is_resumed_and_finishes_the_folder(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    for i in range(NUM_INPUTS):
-        (folder / f"doc{i}.pdf").write_bytes(samples.multi_page_pdf(PAGES))
+    for i, pages in enumerate(INPUT_PAGES):
+        (folder / f"doc{i}.pdf").write_bytes(samples.multi_page_pdf(pages))
     out = tmp_path / "out"
     children = _kill_run_mid_folder(tmp_path, folder, out)
     try:
@@ -97,11 +101,11 @@ def test_a_killed_run_is_resumed_and_finishes_the_folder(tmp_path):
         assert summary, again.stderr
         total, done, failed, skipped = map(int, summary.groups())
         assert (total, failed, done, skipped) == (NUM_INPUTS, 0, NUM_INPUTS - done_first, done_first), again.stderr
-        for i in range(NUM_INPUTS):
+        for i, num_pages in enumerate(INPUT_PAGES):
             pages = json.loads((out / f"doc{i}.json").read_text())["documents"][0]["pages"]
-            assert [p["page"] for p in pages] == list(range(1, PAGES + 1))
+            assert [p["page"] for p in pages] == list(range(1, num_pages + 1))
             text = (out / f"doc{i}.txt").read_text()
-            assert [text.count(samples.page_sentence(n)) for n in range(PAGES)] == [1] * PAGES, text
+            assert [text.count(samples.page_sentence(n)) for n in range(num_pages)] == [1] * num_pages, text
     finally:
         for pid in children:    # whatever the killed run left behind (nothing, since the parent-death watch; see below)
             if _alive(pid):

@@ -306,8 +306,9 @@ def test_ctc_rescoring_keeps_the_reference_reading_where_decoder_and_draft_disag
     original = model.rescore
 
     def recording(*args):
-        scored[tuple(args[4])] = original(*args)   # keyed by the draft
-        return scored[tuple(args[4])]
+        # keyed by output and draft: two crops may share a draft (DejaVuSerif at 9 and 10 px do)
+        scored[tuple(args[2]), tuple(args[4])] = original(*args)
+        return scored[tuple(args[2]), tuple(args[4])]
 
     model.rescore = recording
     text = prompt(engine)
@@ -322,7 +323,7 @@ def test_ctc_rescoring_keeps_the_reference_reading_where_decoder_and_draft_disag
     # tokens' log-probs as decoded, the draft's over the pool's K/V of the rest); the difference
     # between the two scores is the reference's, over whole sequences.
     for i in disagree:
-        result = scored[tuple(drafts[i])]
+        result = scored[tuple(greedy_ids[i]), tuple(drafts[i])]
         mine, theirs = result.output, result.draft
         ref_mine, ref_theirs = reference.sequence_scores(features[i], [greedy_ids[i], drafts[i]])
         assert mine - theirs == pytest.approx(ref_mine - ref_theirs, abs=1e-3)
