@@ -40,6 +40,10 @@ MIN_LINE_COLUMN_SHARE = 0.25  # of a region's width: narrower runs of lines are 
 MIN_LINE_COLUMN_LINES = 2
 MIN_LINE_COLUMN_ASPECT = 3.0  # median width / height of a column's lines: narrower ones are cells of rows
                               # (a printed matrix, a listing's continuation marks), not a column of text
+CELL_COLUMN_ASPECT = 12.0     # columns of lines shorter than this (median width / height) ...
+CELL_ROW_SHARE = 0.9          # ... whose lines, this share of them, sit row by row with their neighbour's,
+MIN_CELL_ROWS = 3             # ... at least this many lines each,
+MIN_CELL_COLUMNS = 3          # ... this many side by side, are a table's columns, read by rows (`_table_of_cells`)
 
 
 class PageRole(StrEnum):
@@ -101,10 +105,11 @@ class _CutRules:
     min_column_share: float = 0.0   # of the group's width, that each column must span
     min_column_items: int = 1       # boxes each column must hold
     min_column_aspect: float = 0.0  # median width / height its boxes must have
+    cell_column_aspect: float = 0.0  # columns of boxes shorter than this that pair up row by row are a table's
 
 
 REGION_RULES = _CutRules(MIN_REGION_COLUMN_SHARE)
-LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES, MIN_LINE_COLUMN_ASPECT)
+LINE_RULES = _CutRules(MIN_LINE_COLUMN_SHARE, MIN_LINE_COLUMN_LINES, MIN_LINE_COLUMN_ASPECT, CELL_COLUMN_ASPECT)
 
 
 def order_boxes(boxes: Sequence[Box]) -> list[int]:
@@ -137,6 +142,8 @@ def _split_columns(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> li
     cuts = [gap for gap in gaps if _columns_at(ids, boxes, [gap], rules) is not None]
     if not cuts:
         return None
+    if rules.cell_column_aspect and _table_of_cells(ids, boxes, gaps, rules):
+        return None   # a table's columns: read by rows
     together = _columns_at(ids, boxes, cuts, rules)
     return together if together is not None else _columns_at(ids, boxes, [max(cuts, key=lambda g: g[1] - g[0])], rules)
 
@@ -155,6 +162,33 @@ def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, fl
     if rules.min_column_aspect and any(_median_aspect(col, boxes) < rules.min_column_aspect for col in columns):
         return None
     return columns
+
+
+def _table_of_cells(ids: list[int], boxes: Sequence[Box], gaps: list[tuple[float, float]], rules: _CutRules) -> bool:
+    """Whether the group, cut at every gap, is a table without rules the layout model did not box
+    (memman's columns of option names, sizes and commands): at least `MIN_CELL_COLUMNS` columns of
+    at least `MIN_CELL_ROWS` short lines each (median width / height from `min_column_aspect` up to
+    `cell_column_aspect`: text columns have long lines), and nearly every line of each pair of
+    neighbouring columns (`CELL_ROW_SHARE` of the one with fewer) in a row with one of the other's.
+    Such a table's rows are read across. An index set in two columns is left alone: two columns,
+    or with its page numbers, columns of lines too short to count."""
+    left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
+    edges = [left, *(gap_start for gap_start, _ in gaps), right]
+    columns = [[i for i in ids if start <= _centre_x(boxes[i]) <= end] for start, end in zip(edges, edges[1:])]
+    if len(columns) < MIN_CELL_COLUMNS or any(len(column) < MIN_CELL_ROWS for column in columns):
+        return False
+    if any(not rules.min_column_aspect <= _median_aspect(column, boxes) < rules.cell_column_aspect
+           for column in columns):
+        return False
+    for a, b in zip(columns, columns[1:]):
+        fewer, other = sorted((a, b), key=len)
+        if sum(any(_same_row(boxes[i], boxes[j]) for j in other) for i in fewer) < CELL_ROW_SHARE * len(fewer):
+            return False
+    return True
+
+
+def _same_row(a: Box, b: Box) -> bool:
+    return min(a[3], b[3]) - max(a[1], b[1]) >= SAME_ROW_OVERLAP * min(a[3] - a[1], b[3] - b[1])
 
 
 def _median_aspect(ids: list[int], boxes: Sequence[Box]) -> float:

@@ -155,3 +155,17 @@ def test_a_printed_matrix_is_read_row_by_row_not_column_by_column():
     ordered = [line.bbox for line in order_text_lines(_lines(*reversed(boxes)))]
     assert ordered == boxes
 
+
+
+def test_a_table_without_rules_the_layout_missed_is_read_by_rows():
+    # memman's table of paper sizes on a scan: no table region, so its cells are a block of lines
+    # whose four columns leave gutters the whole height; its cells sit row by row, so rows are read
+    # across (a two-column index, whose entries may also line up, keeps its columns: test above).
+    xs = [(100, 230), (300, 400), (460, 600), (660, 800)]          # option, size, two commands
+    rows = [[(x0, 100 + 25 * r, x1 - 15 * (r % 3), 120 + 25 * r) for x0, x1 in xs] for r in range(8)]
+    boxes = [box for row in rows for box in row]
+    ordered = [line.bbox for line in order_text_lines(_lines(*reversed(boxes)))]
+    assert ordered == boxes
+    prose = [[(x0, 100 + 25 * r, x0 + 380, 120 + 25 * r) for x0 in (100, 520, 940)] for r in range(8)]
+    by_column = [row[c] for c in range(3) for row in prose]       # three columns of long lines stay columns
+    assert [line.bbox for line in order_text_lines(_lines(*reversed(by_column)))] == by_column
