@@ -16,7 +16,9 @@ three author boxes beside each other is read left to right.
 Lines of a table: grouped into rows by vertical overlap, rows read top to
 bottom and each row left to right. Lines of a text region: the same XY-cut, so
 a region that holds two columns of lines (an index, a page the layout model
-boxed whole) is read column by column (`order_text_lines`).
+boxed whole) is read column by column (`order_text_lines`); but three or more
+columns of short lines that sit row by row are a table without rules the layout
+model did not box, and are read by rows (`_table_of_cells`).
 """
 from __future__ import annotations
 
