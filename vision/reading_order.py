@@ -152,10 +152,8 @@ def _split_columns(ids: list[int], boxes: Sequence[Box], rules: _CutRules) -> li
 
 def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, float]],
                 rules: _CutRules) -> list[list[int]] | None:
-    left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
-    edges = [left, *(gap_start for gap_start, _ in cuts), right]
-    columns = [[i for i in ids if start <= _centre_x(boxes[i]) <= end] for start, end in zip(edges, edges[1:])]
-    width = max(right - left, 1e-6)
+    columns = _cut_at(ids, boxes, cuts)
+    width = max(max(boxes[i][2] for i in ids) - min(boxes[i][0] for i in ids), 1e-6)
     if any(len(column) < rules.min_column_items for column in columns):
         return None
     if any((max(boxes[i][2] for i in col) - min(boxes[i][0] for i in col)) < rules.min_column_share * width
@@ -166,6 +164,13 @@ def _columns_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, fl
     return columns
 
 
+def _cut_at(ids: list[int], boxes: Sequence[Box], cuts: list[tuple[float, float]]) -> list[list[int]]:
+    """The group's boxes by the column their centre falls in, the group cut at `cuts`, left to right."""
+    left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
+    edges = [left, *(gap_start for gap_start, _ in cuts), right]
+    return [[i for i in ids if start <= _centre_x(boxes[i]) <= end] for start, end in zip(edges, edges[1:])]
+
+
 def _table_of_cells(ids: list[int], boxes: Sequence[Box], gaps: list[tuple[float, float]], rules: _CutRules) -> bool:
     """Whether the group, cut at every gap, is a table without rules the layout model did not box
     (memman's columns of option names, sizes and commands): at least `MIN_CELL_COLUMNS` columns of
@@ -174,9 +179,7 @@ def _table_of_cells(ids: list[int], boxes: Sequence[Box], gaps: list[tuple[float
     neighbouring columns (`CELL_ROW_SHARE` of the one with fewer) in a row with one of the other's.
     Such a table's rows are read across. An index set in two columns is left alone: two columns,
     or with its page numbers, columns of lines too short to count."""
-    left, right = min(boxes[i][0] for i in ids), max(boxes[i][2] for i in ids)
-    edges = [left, *(gap_start for gap_start, _ in gaps), right]
-    columns = [[i for i in ids if start <= _centre_x(boxes[i]) <= end] for start, end in zip(edges, edges[1:])]
+    columns = _cut_at(ids, boxes, gaps)
     if len(columns) < MIN_CELL_COLUMNS or any(len(column) < MIN_CELL_ROWS for column in columns):
         return False
     if any(not rules.min_column_aspect <= _median_aspect(column, boxes) < rules.cell_column_aspect
