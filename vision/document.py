@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from PIL import Image
 
 from vision.formats import PDF_HEADER_WINDOW, DocumentKind, sniff_kind
 from vision.images import ImageInfo, decode_frame, inspect_image
-from vision.layer_math import PageMaths
+from vision.layer_math import PageMaths, big_symbol_text, is_big_symbol_font
 from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLargeError, EmptyDocumentError,
                            EncryptedPDFError, InputError, UnsupportedFormatError, VisionLimits)
 from vision.pages import parse_page_selection
@@ -183,7 +184,10 @@ class Document:
         if unmapped_as_replacement:
             flags &= ~pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE
         words = []
-        for x0, y0, x1, y1, text, block_no, line_no, word_no in page.get_text("words", flags=flags):
+        raw_words = page.get_text("words", flags=flags)
+        if unmapped_as_replacement:
+            raw_words = _with_big_symbols(page, raw_words, flags)
+        for x0, y0, x1, y1, text, block_no, line_no, word_no in raw_words:
             box = pymupdf.Rect(x0, y0, x1, y1) * to_pixels
             words.append(TextWord(normalise_text(text), (box.x0, box.y0, box.x1, box.y1), block_no, line_no,
                                   word_no))
@@ -310,3 +314,41 @@ def _open_pdf(source: bytes | Path, limits: VisionLimits, tail: bytes) -> pymupd
         pdf.close()
         raise DocumentTooLargeError(f"the PDF has {num_pages:,} pages; the limit is {limits.max_pages:,}")
     return pdf
+
+
+def _with_big_symbols(page: pymupdf.Page, words: list[tuple], flags: int) -> list[tuple]:
+    """`words` with the glyphs of TeX's big-symbol fonts (cmex: sums, integrals, radicals, tall
+    brackets) as the characters they stand for. pdfTeX maps them to no Unicode, so they come out
+    as raw codes ("\\x12" for a tall parenthesis, "X" for a display sum): read as such, a page of
+    formulas looks like a layer of glyph numbers and is recognised from its pixels instead."""
+    if not any(is_big_symbol_font(font[3]) for font in page.get_fonts()):
+        return words
+    chars = []     # (centre x, centre y, char, font) in extraction order
+    # with the raw codes of the characters a font maps to no Unicode, as `vision.layer_math` reads them
+    for block in page.get_text("rawdict", flags=flags | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE).get("blocks", []):
+        for line in block.get("lines", []):
+            for span in line["spans"]:
+                for char in span["chars"]:
+                    if not char["c"].isspace() or big_symbol_text(char["c"], span["font"]) is not None:
+                        x0, y0, x1, y1 = char["bbox"]
+                        chars.append(((x0 + x1) / 2, (y0 + y1) / 2, char["c"], span["font"]))
+    if not any(big_symbol_text(c, font) is not None for _, _, c, font in chars):
+        return words
+    out = []
+    for x0, y0, x1, y1, text, *numbers in words:
+        inside = [(c, font) for cx, cy, c, font in chars if x0 <= cx <= x1 and y0 <= cy <= y1]
+        symbols = [big_symbol_text(c, font) for c, font in inside]
+        if any(symbol is not None for symbol in symbols):
+            letters = [c for c in text if not c.isspace()]
+            if len(letters) == len(inside):
+                text = "".join(c if symbol is None else symbol for c, symbol in zip(letters, symbols))
+            else:   # the word holds characters the rawdict split otherwise: replace its unreadable ones
+                pending = iter([symbol for symbol in symbols if symbol is not None])
+                text = "".join(next(pending, c) if _unreadable(c) else c for c in text)
+        if text.strip():
+            out.append((x0, y0, x1, y1, text, *numbers))
+    return out
+
+
+def _unreadable(char: str) -> bool:
+    return char == "\ufffd" or unicodedata.category(char) in ("Co", "Cc", "Cs", "Cn")

@@ -62,6 +62,10 @@ _BOLD_FONT = re.compile(r"bold|-medi|cmbx|cmmib|cmbsy|bx\d|-bd|semibold|black", 
 _ITALIC_FONT = re.compile(r"ital|oblique|cmmi|cmti|mathit|rtxmi|-it\b|italic|mi\d", re.IGNORECASE)
 _TYPEWRITER_FONT = re.compile(r"cmtt|sftt|lmmono|lmtt|txtt|courier|pcrr|mono|inconsolata|typewriter", re.IGNORECASE)
 _SYMBOL_FONT = re.compile(r"cmsy|txsy|pxsy|msam|msbm|rtxsy|symbol", re.IGNORECASE)
+# alphabets of their own fonts: amssymb's blackboard bold (msbm), Euler fraktur, Ralph Smith's script
+_ALPHABET_FONTS = ((re.compile(r"msbm|bbold|bbm|dsrom|txmia|pxmia", re.IGNORECASE), r"\mathbb"),
+                   (re.compile(r"eufm|eufb|yfrak|frak", re.IGNORECASE), r"\mathfrak"),
+                   (re.compile(r"rsfs|eusm|eusb", re.IGNORECASE), r"\mathscr"))
 # fonts only maths is set in (TeX's maths italic, symbols, extension; newtx, mathptmx, Latin Modern,
 # STIX, Cambria Math ...): their glyphs in a line of prose are inline maths
 _MATHS_FONT = re.compile(r"cmmi|cmsy|cmex|cmbsy|cmmib|rtxmi|rtxsy|txmi|txsy|txex|pxmi|pxsy|pxex|ntxmi|ntxsy|zxmi|"
@@ -75,7 +79,7 @@ _UNICODE = {
     "ρ": r"\rho", "ϱ": r"\varrho", "σ": r"\sigma", "ς": r"\varsigma", "τ": r"\tau", "υ": r"\upsilon",
     "ϕ": r"\phi", "φ": r"\varphi", "χ": r"\chi", "ψ": r"\psi", "ω": r"\omega", "Γ": r"\Gamma", "Δ": r"\Delta",
     "Θ": r"\Theta", "Λ": r"\Lambda", "Ξ": r"\Xi", "Π": r"\Pi", "Σ": r"\Sigma", "Υ": r"\Upsilon", "Φ": r"\Phi",
-    "Ψ": r"\Psi", "Ω": r"\Omega",
+    "Ψ": r"\Psi", "Ω": r"\Omega", "∆": r"\Delta", "\u2126": r"\Omega", "\u0338": r"\not",
     "−": "-", "×": r"\times", "·": r"\cdot", "⋅": r"\cdot", "±": r"\pm", "∓": r"\mp", "÷": r"\div", "∗": r"\ast",
     "∘": r"\circ", "•": r"\bullet", "⊕": r"\oplus", "⊗": r"\otimes", "⊙": r"\odot", "†": r"\dagger",
     "≤": r"\le", "≥": r"\ge", "≦": r"\leqq", "≧": r"\geqq", "≪": r"\ll", "≫": r"\gg", "≠": r"\ne", "≈": r"\approx",
@@ -90,7 +94,7 @@ _UNICODE = {
     "∐": r"\coprod", "∫": r"\int", "∮": r"\oint", "⋃": r"\bigcup", "⋂": r"\bigcap", "⟨": r"\langle",
     "⟩": r"\rangle", "‖": r"\|", "⌊": r"\lfloor", "⌋": r"\rfloor", "⌈": r"\lceil", "⌉": r"\rceil",
     "{": r"\{", "}": r"\}", "\\": r"\backslash", "#": r"\#", "$": r"\$", "%": r"\%", "&": r"\&", "_": r"\_",
-    "^": r"\hat{}", "~": r"\sim", "∣": r"\mid", "⊥": r"\perp", "∥": r"\parallel", "△": r"\triangle",
+    "^": r"\hat{}", "~": r"\sim", "∣": r"\mid", "⊥": r"\perp", "∥": r"\|", "△": r"\triangle",
     "□": r"\square", "♯": r"\sharp", "♭": r"\flat", "⊢": r"\vdash", "⊨": r"\models", "∖": r"\setminus",
     "◦": r"\circ", "⊔": r"\sqcup", "⊓": r"\sqcap", "⊎": r"\uplus", "⌣": r"\smile", "⌢": r"\frown",
     "Å": r"\text{Å}", "ℝ": r"\mathbb{R}", "ℕ": r"\mathbb{N}", "ℤ": r"\mathbb{Z}", "ℚ": r"\mathbb{Q}",
@@ -98,6 +102,35 @@ _UNICODE = {
     "⎛": "(", "⎜": "(", "⎝": "(", "⎞": ")", "⎟": ")", "⎠": ")", "⎡": "[", "⎢": "[", "⎣": "[", "⎤": "]",
     "⎥": "]", "⎦": "]", "⎧": r"\{", "⎨": r"\{", "⎩": r"\{", "⎪": r"\{", "⎫": r"\}", "⎬": r"\}", "⎭": r"\}",
 }
+# Unicode for the big-symbol fonts' glyphs, which pdfTeX's fonts map to no character: what the
+# text layer says for them (`big_symbol_text`), so a page of formulas is not taken for a font without
+# a ToUnicode map
+_BIG_UNICODE = {**{latex: char for char, latex in _UNICODE.items() if len(char) == 1},
+                "(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "/": "/", "√": "√", r"\{": "{", r"\}": "}",
+                r"\bigsqcup": "⨆", r"\bigodot": "⨀", r"\bigoplus": "⨁", r"\bigotimes": "⨂", r"\biguplus": "⨄",
+                r"\bigwedge": "⋀", r"\bigvee": "⋁", r"\widehat{}": "^", r"\widetilde{}": "~", "": ""}
+
+
+def is_big_symbol_font(font: str) -> bool:
+    """Whether `font` (a PDF font's name) is one of TeX's big-symbol fonts (OMX-encoded: cmex ...)."""
+    return bool(_OMX_FONT.search(font))
+
+
+def big_symbol_text(char: str, font: str) -> str | None:
+    """What a glyph of a TeX big-symbol font (cmex and its kin) stands for, as text: its raw code
+    read through TeX's OMX table ("\\x50" -> "∑"), a bracket piece as its bracket; None for a
+    character of any other font, or one this font maps itself."""
+    if not _OMX_FONT.search(font):
+        return None
+    if len(char) == 1 and ord(char) < 0x80:    # a raw code ("X" is a display sum), as `_token` reads it
+        latex = _OMX.get(ord(char))
+    elif char in _PIECES:
+        latex = _PIECES[char]
+    else:
+        return None
+    return None if latex is None else _BIG_UNICODE.get(latex)
+
+
 _LIMIT_OPERATORS = {r"\sum", r"\prod", r"\coprod", r"\bigcup", r"\bigcap", r"\bigoplus", r"\bigotimes",
                     r"\bigodot", r"\biguplus", r"\bigwedge", r"\bigvee", r"\bigsqcup"}
 _NAMED_LIMIT_OPERATORS = {"lim", "liminf", "limsup", "max", "min", "sup", "inf", "det", "gcd", "Pr"}
@@ -211,10 +244,32 @@ class PageMaths:
     def is_display_row(self, bbox) -> bool:
         return is_display_items(self._inside(self._clip(bbox)))
 
+    def is_formula_part_row(self, bbox) -> bool:
+        return is_formula_part(self._inside(self._clip(bbox)))
+
+    def display_extent(self, bbox) -> tuple[float, float]:
+        """The top and bottom (the caller's coordinates) of what a display row under `bbox` spans:
+        its own box grown to the ink of its tall glyphs (a matrix's brackets, a cases brace, a
+        display integral), which reach rows a line detector boxes apart."""
+        clip = self._clip(bbox)
+        tall = [it for it in self._inside(clip) if it.kind == "big"]
+        if not tall:
+            return bbox[1], bbox[3]
+        rect = pymupdf.Rect(clip.x0, min(it.y0 for it in tall), clip.x1, max(it.y1 for it in tall)) * ~self.to_page
+        return min(bbox[1], rect.y0), max(bbox[3], rect.y1)
+
+    def main_size(self, bbox) -> float | None:
+        """The most common glyph size under `bbox` (points); None where it holds no glyph."""
+        items = self._inside(self._clip(bbox))
+        return _main_size(items) if items else None
+
     def inline_text(self, bbox) -> str | None:
         """A line of prose with its inline maths as `$...$` (Markdown); None where it holds none."""
         clip = self._clip(bbox)
-        return inline_markdown(self._inside(pymupdf.Rect(clip.x0, clip.y0 + 1.5, clip.x1, clip.y1 - 1.5)))
+        inner = pymupdf.Rect(clip.x0, clip.y0 + 1.5, clip.x1, clip.y1 - 1.5)
+        # a root's overline runs along the top of the line: rules are looked for in the whole box
+        rules = [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
+        return inline_markdown(self._inside(inner), rules)
 
 
 def formula_rows(page: pymupdf.Page, clip: pymupdf.Rect) -> list[FormulaRow] | None:
@@ -242,7 +297,17 @@ def is_display_items(items: list[Item]) -> bool:
     return len(maths) >= DISPLAY_MATH_SHARE * len(letters) and len([w for w in words if len(w) > 1]) <= 3
 
 
-def inline_markdown(items: list[Item]) -> str | None:
+def is_formula_part(items: list[Item]) -> bool:
+    """Whether a row of glyphs can be a piece of a display set around it (a sum's limits, a
+    matrix's row, a numerator a detector boxed apart): maths glyphs, digits and symbols, and no
+    word of upright text but operator names; no typewriter glyph."""
+    if not items or any(it.typewriter for it in items):
+        return False
+    words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
+    return not any(len(word) > 1 and word not in _OPERATOR_NAMES for word in words)
+
+
+def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
     """The line's text, each run of maths in it as `$LaTeX$`; None where it has no maths.
 
     A glyph is maths where its font is one only maths uses, or it is a lone letter of an italic
@@ -250,10 +315,14 @@ def inline_markdown(items: list[Item]) -> str | None:
     or more in italics is emphasis), or a script (smaller, off the line's baseline), or an
     operator or relation next to one of those. Digits, brackets and punctuation between two maths
     glyphs belong to the run. Typewriter glyphs (code, a formula's source) are never maths, and a
-    literal `$` outside the maths is escaped, so no Markdown reader pairs it with one of ours."""
+    literal `$` outside the maths is escaped, so no Markdown reader pairs it with one of ours.
+    `rules` (the line's fraction bars and radicals' overlines) build fractions and roots first,
+    which are maths; so is an operator name ("log") set just before maths."""
     if not items:
         return None
-    items = sorted(_with_accents(items), key=lambda it: (it.x0, it.y0))
+    items = _with_accents(items)
+    # no overlines: in a line of prose a short rule over words is more likely a table's or a form's
+    items = sorted(_with_rules(items, list(rules), overlines=False) if rules else items, key=lambda it: (it.x0, it.y0))
     size = _main_size(items)
     on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size]
     baseline = statistics.median(on_line) if on_line else items[0].baseline
@@ -278,7 +347,20 @@ def inline_markdown(items: list[Item]) -> str | None:
         lone_italic = len(letters) == 1 and letters[0].text_italic
         for k in word:
             maths[k] = not items[k].typewriter and (whole or items[k].maths_font or script(items[k])
-                                                    or (lone_italic and items[k] is letters[0]))
+                                                    or (lone_italic and items[k] is letters[0])
+                                                    or items[k].kind == "built")
+    k = 0
+    while k < len(items):  # "ln x", "sin θ": an operator's name set just before maths is the formula's
+        end = k
+        while end < len(items) and items[end].kind == "upright" and items[end].char.isalpha() and \
+                (end == k or _gap(items, end - 1) < 0.1 * size):
+            end += 1
+        if (end > k + 1 and end < len(items) and maths[end] and _gap(items, end - 1) < 0.5 * size
+                and "".join(items[j].char for j in range(k, end)) in _OPERATOR_NAMES
+                and (k == 0 or _gap(items, k - 1) >= 0.1 * size)):
+            for j in range(k, end):
+                maths[j] = True
+        k = max(end, k + 1)
     for k, item in enumerate(items):   # operators and relations beside maths, and the numbers they join
         if item.char in _OPERATORS and not maths[k]:
             near = [j for j in (k - 1, k + 1) if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.6 * size]
@@ -289,7 +371,7 @@ def inline_markdown(items: list[Item]) -> str | None:
                 j = k + step
                 if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.45 * size and items[j].char[:1].isdigit():
                     while 0 <= j < len(items) and (items[j].char[:1].isdigit() or items[j].char == ".") and \
-                            abs(_gap(items, min(j, j - step))) < 0.2 * size:
+                            (j == k + step or abs(_gap(items, min(j, j - step))) < 0.2 * size):
                         maths[j] = True
                         j += step
                     if maths[j - step] and items[j - step].char == ".":
@@ -342,7 +424,7 @@ def _words(items: list[Item], size: float) -> list[list[int]]:
 def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
     items = _with_accents(items)
     items = _with_rules(items, rules)
-    items = _with_limits(items)
+    items = _with_integral_limits(_with_limits(items))
     items = _with_arrays(items)
     rows = []
     for row in _rows(items):
@@ -405,11 +487,12 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                     text_italic = not maths_font and bool(_ITALIC_FONT.search(font)) and char["c"].isalpha()
                     items.append(Item(latex, x0, y0, x1, y1, float(char["origin"][1]), size, kind, char["c"],
                                       upright, bool(_TYPEWRITER_FONT.search(font)), maths_font, text_italic))
-                    if kind == "big" and latex in _DELIMITERS and _OMX_FONT.search(font):
+                    if (kind == "big" and (latex in _DELIMITERS or latex in _BIG_OPERATORS) and _OMX_FONT.search(font)) \
+                            or latex == "√":
                         big_delimiters[(round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"])] = items[-1]
     if big_delimiters:
         # a big-symbol font's box is its font's ascent and descent, but a tall bracket hangs far below
-        # its origin: its ink is what tells how many rows it spans
+        # its origin: its ink is what tells how many rows it spans (and a radical sign's, where its top is)
         accurate = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT
                                  | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE | pymupdf.TEXT_ACCURATE_BBOXES)
         for block in accurate.get("blocks", []):
@@ -417,7 +500,11 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                 for span in line["spans"]:
                     for char in span["chars"]:
                         item = big_delimiters.get((round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"]))
-                        if item is not None:
+                        if item is not None and (item.latex == "√" or item.latex in _BIG_OPERATORS):
+                            # a radical sign hangs from its origin (its top is where its overline starts),
+                            # and so does a display sum or integral: where they are is where their ink is
+                            item.y0, item.y1 = char["bbox"][1], char["bbox"][3]
+                        elif item is not None:
                             item.y0, item.y1 = min(item.y0, char["bbox"][1]), max(item.y1, char["bbox"][3])
     return _merged_pieces(items)
 
@@ -438,6 +525,9 @@ def _token(char: str, font: str) -> tuple[str, str]:
         latex = _UNICODE[char]
         return latex, "big" if latex in _BIG_OPERATORS else "glyph"
     if char.isalpha() and len(char) == 1 and ord(char) < 0x250:
+        alphabet = next((command for pattern, command in _ALPHABET_FONTS if pattern.search(font)), None)
+        if alphabet is not None and "A" <= char <= "Z" or alphabet == r"\mathfrak":
+            return rf"{alphabet}{{{char}}}", "glyph"
         if _BOLD_FONT.search(font):
             return rf"\mathbf{{{char}}}", "glyph"
         if _SYMBOL_FONT.search(font) and "A" <= char <= "Z":
@@ -494,14 +584,20 @@ def _rules(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Rule]:
 
 
 # -- fractions, radicals, overlines, limits -----------------------------------------------------
-def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
+def _with_rules(items: list[Item], rules: list[Rule], overlines: bool = True) -> list[Item]:
+    """Fractions, roots and (with `overlines`) overlines built from the rules among the items."""
+    done: list[Rule] = []     # rules already read: what they built is an item like any other
     for rule in sorted(rules, key=lambda r: r.x1 - r.x0):
+        done.append(rule)
         inside = [it for it in items if rule.x0 - 1.0 <= it.centre_x <= rule.x1 + 1.0]
         if not inside:
             continue
         size = statistics.median(it.size for it in inside)
         reach = 1.6 * size
-        # by their middles and baselines: boxes are the fonts' ascent and descent, and overlap the rule
+        # by their middles and baselines: boxes are the fonts' ascent and descent, and overlap the rule;
+        # nothing beyond another rule (a nested fraction's bar stops at its outer one)
+        pending = [other for other in rules if not any(other is d for d in done)]
+        inside = [it for it in inside if not _beyond_rule(it, rule, pending)]
         above = [it for it in inside if (it.y0 + it.y1) / 2 < rule.y and 0 < rule.y - it.baseline < reach]
         below = [it for it in inside if (it.y0 + it.y1) / 2 > rule.y and 0 < it.baseline - rule.y < reach + size]
         radical = next((it for it in items if it.latex == "√" and abs(it.x1 - rule.x0) < 2.0
@@ -509,9 +605,18 @@ def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
         if radical is not None:
             body = [it for it in items if rule.x0 - 0.5 <= it.centre_x <= rule.x1 + 0.5 and it.y0 > rule.y - 1.0
                     and it.y0 < radical.y1 and it is not radical]
-            built = Item(rf"\sqrt{{{_row_latex(body)}}}", radical.x0, rule.y, rule.x1, max([radical.y1] +
-                         [it.y1 for it in body]), _baseline(body, radical), _size(body, radical), "built")
-            items = [it for it in items if it is not radical and not any(it is b for b in body)] + [built]
+            # an index (the 3 of a cube root) is set small in the crook of the sign, over its middle
+            index = [it for it in items if it is not radical and not any(it is b for b in body)
+                     and it.x0 >= radical.x0 - 0.5 * radical.size and it.x1 > radical.x0 + 0.2 * (radical.x1 - radical.x0)
+                     and it.centre_x <= (radical.x0 + radical.x1) / 2
+                     and it.y1 <= (radical.y0 + radical.y1) / 2 + 1.0 and it.y0 >= radical.y0 - 0.5 * radical.size
+                     and it.size < SCRIPT_SIZE * _size(body, radical)]
+            root = f"[{_row_latex(index)}]" if index else ""
+            built = Item(rf"\sqrt{root}{{{_row_latex(body)}}}", min([radical.x0] + [it.x0 for it in index]), rule.y,
+                         rule.x1, max([radical.y1] + [it.y1 for it in body]), _baseline(body, radical),
+                         _size(body, radical), "built")
+            used = [radical, *body, *index]
+            items = [it for it in items if not any(it is u for u in used)] + [built]
         elif above and below:
             numerator, denominator = _row_latex(above), _row_latex(below)
             axis = rule.y + 0.25 * size     # the fraction bar sits on the maths axis, a quarter em over the baseline
@@ -519,11 +624,18 @@ def _with_rules(items: list[Item], rules: list[Rule]) -> list[Item]:
                          max(it.y1 for it in below), axis, size, "built")
             used = above + below
             items = [it for it in items if not any(it is u for u in used)] + [built]
-        elif below and not above and rule.x1 - rule.x0 < 12 * size:
+        elif overlines and below and not above and rule.x1 - rule.x0 < 12 * size:
             built = Item(rf"\overline{{{_row_latex(below)}}}", rule.x0, rule.y, rule.x1, max(it.y1 for it in below),
                          _baseline(below, below[0]), _size(below, below[0]), "built")
             items = [it for it in items if not any(it is b for b in below)] + [built]
     return items
+
+
+def _beyond_rule(item: Item, rule: Rule, rules: list[Rule]) -> bool:
+    """Whether another rule over the item's middle lies between it and `rule`."""
+    middle = (item.y0 + item.y1) / 2
+    return any(other is not rule and other.x0 - 1.0 <= item.centre_x <= other.x1 + 1.0
+               and min(middle, rule.y) < other.y < max(middle, rule.y) for other in rules)
 
 
 def _with_accents(items: list[Item]) -> list[Item]:
@@ -677,6 +789,26 @@ def _with_limits(items: list[Item]) -> list[Item]:
     return items
 
 
+def _with_integral_limits(items: list[Item]) -> list[Item]:
+    """A display integral's limits stand at its right, at its top and foot: far enough from the
+    row's baseline that the row cut may give the upper one to the line above; they are its scripts."""
+    for op in [it for it in items if it.kind == "big" and it.latex in (r"\int", r"\oint")
+               and it.y1 - it.y0 > 1.5 * it.size]:
+        middle = (op.y0 + op.y1) / 2
+        beside = [it for it in items if it is not op and it.size < SCRIPT_SIZE * op.size and it.y0 >= op.y0 - 0.3 * op.size
+                  and it.y1 <= op.y1 + 0.3 * op.size]
+        starts = [it for it in beside if op.x1 - 0.6 * op.size <= it.x0 <= op.x1 + 0.5 * op.size]
+        upper = _grown([it for it in starts if it.y1 <= middle], [it for it in beside if it.y1 <= middle], op.size)
+        lower = _grown([it for it in starts if it.y0 >= middle], [it for it in beside if it.y0 >= middle], op.size)
+        if not upper and not lower:
+            continue
+        latex = op.latex + (f"_{{{_row_latex(lower)}}}" if lower else "") + (f"^{{{_row_latex(upper)}}}" if upper else "")
+        used = upper + lower
+        built = Item(latex, op.x0, op.y0, max([op.x1] + [it.x1 for it in used]), op.y1, op.baseline, op.size, "big")
+        items = [it for it in items if it is not op and not any(it is u for u in used)] + [built]
+    return items
+
+
 def _grown(seed: list[Item], candidates: list[Item], size: float) -> list[Item]:
     """A limit's glyphs: those centred on the operator, and those beside them on their line
     ("i = 0" under a sum is wider than the sum)."""
@@ -758,7 +890,7 @@ def _row_latex(items: list[Item]) -> str:
     if not items:
         return ""
     size = _main_size(items)
-    items = _ellipses(sorted(items, key=lambda it: (it.x0, it.y0)), size)
+    items = _negations(_ellipses(sorted(items, key=lambda it: (it.x0, it.y0)), size))
     on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size and it.kind in ("glyph", "upright")]
     baseline = statistics.median(on_line) if on_line else statistics.median(it.baseline for it in items)
 
@@ -816,6 +948,18 @@ def _row_latex(items: list[Item]) -> str:
     return _joined(out)
 
 
+def _negations(items: list[Item]) -> list[Item]:
+    """A slash set over a relation (amssymb's \\notin is an "∈" with a "/" over it) negates it."""
+    out: list[Item] = []
+    for item in items:
+        if out and item.latex in ("/", r"\not") and out[-1].latex in _NEGATED and \
+                min(item.x1, out[-1].x1) - max(item.x0, out[-1].x0) > 0.5 * min(item.x1 - item.x0, out[-1].x1 - out[-1].x0):
+            out[-1] = replace(out[-1], latex=_NEGATED[out[-1].latex])
+            continue
+        out.append(item)
+    return out
+
+
 def _text_run(pieces: list[tuple[Item, list[Item], list[Item]]], k: int, size: float) -> tuple[str, int] | None:
     """Words set in the text font inside a display ("by (3.24)", "for all"): one `\\text{}` with
     their spaces, from piece k; (LaTeX, index of its last piece), or None where no such word
@@ -856,9 +1000,18 @@ def _atomic(text: str) -> bool:
     return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{(?:\\[A-Za-z]+|\w+)\}|\{.*\}", text))
 
 
+_NEGATED = {"=": r"\ne", r"\in": r"\notin", r"\equiv": r"\not\equiv", r"\subset": r"\not\subset",
+            r"\subseteq": r"\nsubseteq", r"\le": r"\nleq", r"\ge": r"\ngeq", r"\sim": r"\nsim", "<": r"\nless",
+            ">": r"\ngtr", r"\cong": r"\ncong", r"\mid": r"\nmid", r"\|": r"\nparallel"}
+
+
 def _joined(parts: list[str]) -> str:
     out = ""
-    for part in parts:
+    for k, part in enumerate(parts):
+        following = next((later for later in parts[k + 1:] if later), None)
+        if part == r"\not" and following in _NEGATED:
+            parts[parts.index(following, k + 1)] = _NEGATED[following]   # TeX's \not: a slash over the next symbol
+            continue
         if out and re.search(r"\\[A-Za-z]+$", out) and part[:1].isalnum():
             out += " "
         out += part

@@ -161,3 +161,58 @@ def test_accented_letters_in_a_line_of_prose_set_by_tex():
     assert line == r"The estimate $\hat{\theta}$ of $\theta$ is unbiased, and $\bar{x}$ is the mean."
     assert maths.inline_text(first) == line, "asking twice changes nothing"
     assert maths.inline_text(second) is None, "accented words are prose"
+
+
+AMS_DISPLAYS = [      # tex/amsdisplays.tex, in order
+    r"S=\sum_{k=1}^{\infty}a^{k}",
+    r"\int_{-\infty}^{\infty}f(t)dt=1",
+    r"y=\sqrt{d^{n}+\lambda}",
+    r"r=\sqrt[3]{x+1}",
+    r"x^{2}\sqrt{y}",
+    r"F=\frac{\frac{q}{5}}{\Delta^{-1}}",
+    r"x=\frac{1}{1+\frac{1}{y}}",
+    r"a\ne b,\quad x\notin\mathbb{R}^{n}",
+    r"\|w\|\le|r|",
+    r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}",
+]
+
+
+def test_latex_displays_with_the_big_symbol_font():
+    """pdflatex output with amsmath: a display integral's limits at its right, a radical sign
+    that hangs from its origin (its box says nothing of where its overline starts), a root's
+    index, nested fractions, negated relations (a slash over the relation), blackboard bold."""
+    from pathlib import Path
+
+    page = pymupdf.open(Path(__file__).parent / "tex" / "amsdisplays.pdf")[0]
+    maths = PageMaths(page)
+    bands: list[list[float]] = []
+    for item in sorted(maths.items, key=lambda it: it.y0):
+        if bands and item.y0 < bands[-1][1] + 4:
+            bands[-1][1] = max(bands[-1][1], item.y1)
+        else:
+            bands.append([item.y0, item.y1])
+    found = [row.latex for top, bottom in bands[:-1] for row in maths.formula_rows((0, top, page.rect.width, bottom))]
+    assert found == AMS_DISPLAYS
+
+    *_, last = sorted((line["bbox"] for block in page.get_text("dict")["blocks"] for line in block["lines"]),
+                      key=lambda box: box[1])
+    assert maths.inline_text((0, last[1], page.rect.width, last[3])) == \
+        r"We have $\ln x\le U+4$ and $u=\frac{a}{b}$ here, and $v=\sqrt{2}$.", \
+        "an operator's name, a number after an operator, a fraction and a root are the formula's"
+
+
+def test_the_big_symbol_font_s_glyphs_are_text_in_the_layer():
+    """pdfTeX maps cmex10's glyphs to no Unicode: read as such, a page of formulas looked like a
+    layer of glyph numbers and was recognised from its pixels. They are the symbols they stand for."""
+    from pathlib import Path
+
+    from vision.document import Document
+    from vision.text_layer import _unmapped
+
+    pdf = (Path(__file__).parent / "tex" / "amsdisplays.pdf").read_bytes()
+    with Document.open(pdf, filename="amsdisplays.pdf") as document:
+        words = document.text_words(0, 200, unmapped_as_replacement=True)
+    text = " ".join(word.text for word in words)
+    assert sum(_unmapped(word.text) for word in words) == 0, text
+    for symbol in "∑∫√[]":
+        assert symbol in text, (symbol, text)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from vision.layer_math import FormulaRow, PageMaths
+from vision.crops import normalise_box
+from vision.layer_math import SCRIPT_SIZE, FormulaRow, PageMaths
 from workers.page_result import RegionResult
 from workers.pipeline.page import PageWork
 from workers.structure_blocks import Block, BlockType
@@ -39,7 +40,8 @@ class LayerMaths:
         maths = page.document.page_maths(page.page_index, page.rendered.dpi)
         if maths is None or not maths.items:
             return
-        regions = list(page.regions)
+        width, height = page.size
+        regions = _joined_fragments(list(page.regions), maths, width, height)
         for k, region in enumerate(regions):
             if region.role != "body":
                 continue
@@ -53,6 +55,46 @@ class LayerMaths:
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
+
+
+def _joined_fragments(regions: list[RegionResult], maths: PageMaths, width: int, height: int) -> list[RegionResult]:
+    """One formula region for each display the layout cut into pieces (a matrix's name, its
+    bracketed rows and a column apart, each a region of its own): touching body regions of maths
+    glyphs alone (`is_formula_part_row`: no word of prose), which together make a display."""
+    pieces = [k for k, region in enumerate(regions) if region.role == "body" and region.task in ("text", "formula")
+              and region.lines and maths.is_formula_part_row(region.bbox)]
+    groups: list[list[int]] = []
+    for k in pieces:
+        touching = [group for group in groups if any(_touch(regions[k], regions[j]) for j in group)]
+        merged = [k] + [j for group in touching for j in group]
+        groups = [group for group in groups if group not in touching] + [sorted(merged)]
+    joined: dict[int, RegionResult] = {}
+    for group in groups:
+        box = _union([regions[k].bbox for k in group])
+        if len(group) < 2 or not maths.is_display_row(box):
+            continue
+        first = regions[group[0]]
+        lines = tuple(sorted((line for k in group for line in regions[k].lines), key=lambda line: line.bbox[1]))
+        joined[group[0]] = replace(first, label="formula", task="formula", bbox=box,
+                                   bbox_1000=normalise_box(box, width, height), lines=lines,
+                                   text="\n".join(regions[k].text for k in group), blocks=())
+        joined.update({k: None for k in group[1:]})
+    if not joined:
+        return regions
+    kept = [joined.get(k, region) for k, region in enumerate(regions)]
+    return [replace(region, reading_index=index) for index, region in enumerate(r for r in kept if r is not None)]
+
+
+def _touch(a: RegionResult, b: RegionResult) -> bool:
+    """Boxes that overlap or lie within half a line's height of each other."""
+    height = min([line.bbox[3] - line.bbox[1] for line in a.lines + b.lines] or [0.0])
+    gap_x = max(a.bbox[0] - b.bbox[2], b.bbox[0] - a.bbox[2])
+    gap_y = max(a.bbox[1] - b.bbox[3], b.bbox[1] - a.bbox[3])
+    return gap_x <= 0.5 * height and gap_y <= 0.5 * height
+
+
+def _union(boxes) -> tuple[float, float, float, float]:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 def _formula_region(region: RegionResult, rows: list[FormulaRow], number: str | None) -> RegionResult:
@@ -93,10 +135,13 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
     printed = block.text.split("\n")
     row_texts = (printed if block.type is BlockType.CODE and len(printed) == len(rows)
                  else [row.text for row in rows])
+    boxes = [_box(region, these) for these in row_ids]
+    owner = _display_owners([maths.is_display_row(box) for box in boxes], boxes, maths)
     pieces: list[tuple[bool, list[int]]] = []     # (display, indices into rows)
-    for r, these in enumerate(row_ids):
-        display = maths.is_display_row(_box(region, these))
-        if pieces and not display and not pieces[-1][0]:
+    for r in range(len(rows)):
+        display = owner[r] is not None
+        if pieces and ((not display and not pieces[-1][0])
+                       or (display and pieces[-1][0] and owner[pieces[-1][1][-1]] == owner[r])):
             pieces[-1][1].append(r)
         else:
             pieces.append((display, [r]))
@@ -118,6 +163,39 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
             lines = previous.lines + lines
         out.append(replace(block, text=text, lines=lines))
     return out
+
+
+def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[int | None]:
+    """Per row, the display row it belongs to (itself for a display), or None: prose. A row of
+    maths glyphs alone (`is_formula_part_row`: a sum's limits, a matrix's other row) next to a
+    display, within its width and less than a row's height from it, is a piece of that display."""
+    owner: list[int | None] = [r if shown else None for r, shown in enumerate(display)]
+    for d in [r for r, shown in enumerate(display) if shown]:
+        if owner[d] != d:
+            continue
+        top, bottom = maths.display_extent(boxes[d])
+        for r, box in enumerate(boxes):    # rows within the reach of its brackets or integral sign
+            if r != d and owner[r] in (None, r) and top <= (box[1] + box[3]) / 2 <= bottom \
+                    and box[0] < boxes[d][2] and boxes[d][0] < box[2]:
+                owner[r] = d
+    sizes = [maths.main_size(box) for box in boxes]
+    for step in (1, -1):      # rows below a display, then rows above one
+        order = range(len(boxes)) if step == 1 else range(len(boxes) - 1, -1, -1)
+        for r in order:
+            near = r - step
+            if not 0 <= near < len(boxes) or owner[near] is None or owner[near] == r:
+                continue
+            # a display row set in script size (a sum's limits "k=1") is a piece of the display beside it
+            small = sizes[r] is not None and sizes[near] is not None and sizes[r] < SCRIPT_SIZE * sizes[near]
+            if owner[r] is not None and not small:
+                continue
+            box, other = boxes[r], boxes[near]
+            gap = max(box[1] - other[3], other[1] - box[3])
+            centre = (box[0] + box[2]) / 2
+            if (gap < min(box[3] - box[1], other[3] - other[1]) and other[0] <= centre <= other[2]
+                    and maths.is_formula_part_row(box)):
+                owner[r] = owner[near]
+    return owner
 
 
 def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> Block:
