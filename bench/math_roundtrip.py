@@ -6,7 +6,7 @@ that renders like the source.
 
 A seeded generator writes formulas of common kinds (scripts, fractions, radicals, sums and
 integrals with limits, limits of functions, matrices, cases, accents, alphabets, delimiters,
-binomials, text in a display, multi-line `align*`), as displays (`\[...\]`, numbered
+binomials, derivatives, sets, braces, text in a display, multi-line `align*`), as displays (`\[...\]`, numbered
 `equation`) and inline in sentences. The kinds are textbook LaTeX written for this script, not
 taken from any page of the real-page or fact sets (those keep their own maths facts). pdflatex
 (Debian `texlive-latex-base`, with amsmath; `--install` installs it) typesets them into a PDF
@@ -175,10 +175,35 @@ class Formulas:
         rows = [f"{self.scripted()} &= {self.sum_of(self.random.randint(2, 3))}" for _ in range(self.random.randint(2, 3))]
         return r" \\ ".join(rows)
 
+    def calculus(self) -> str:
+        function, variable = self.pick("fgh"), self.pick("xyt")
+        roll = self.random.random()
+        if roll < 0.35:
+            return rf"\frac{{\partial {function}}}{{\partial {variable}}} = {self.sum_of(2)}"
+        if roll < 0.7:
+            return rf"{function}'({variable}) = {self.number()} {variable}^{{2}} + {self.letter()}"
+        return rf"\nabla \cdot \mathbf{{{self.pick('FEBu')}}} = {self.pick(self.GREEK)}"
+
+    def words(self) -> str:
+        variable = self.letter()
+        return (rf"{self.scripted()} = {self.sum_of(2)} \quad \text{{for all }} {variable} "
+                rf"\in {self.pick(self.CAPITALS)}")
+
+    def sets(self) -> str:
+        variable = self.letter()
+        if self.random.random() < 0.5:
+            return rf"{self.pick(self.CAPITALS)} = \{{ {variable} \mid {variable} > {self.number()} \}}"
+        return rf"\left[ {self.sum_of(2)} \right] \times {self.pick(self.CAPITALS)}"
+
+    def braces(self) -> str:
+        letter = self.letter()
+        return rf"\underbrace{{{letter}_{{1}} + \cdots + {letter}_{{n}}}}_{{n}} = {self.pick(self.CAPITALS)}"
+
     KINDS = ("scripts", "fraction", "radical", "big_operator", "integral", "limit", "matrix", "cases", "accents",
-             "alphabets", "delimiters", "binomial", "functions", "dots", "aligned")
+             "alphabets", "delimiters", "binomial", "functions", "dots", "aligned", "calculus", "words", "sets",
+             "braces")
     INLINE_KINDS = ("scripts", "fraction", "radical", "big_operator", "accents", "alphabets", "delimiters",
-                    "functions", "dots")
+                    "functions", "dots", "calculus", "sets")
 
 
 SENTENCES = ["Consider the relation", "It follows that", "By the previous lemma we have", "We define",

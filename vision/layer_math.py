@@ -258,6 +258,18 @@ class PageMaths:
         rect = pymupdf.Rect(clip.x0, min(it.y0 for it in tall), clip.x1, max(it.y1 for it in tall)) * ~self.to_page
         return min(bbox[1], rect.y0), max(bbox[3], rect.y1)
 
+    def is_prose_row(self, bbox) -> bool:
+        """Words of text and no maths: two upright words or more, no glyph of a maths font."""
+        items = self._inside(self._clip(bbox))
+        words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
+        return not any(it.maths_font for it in items) and len([w for w in words if len(w) > 1]) >= 2
+
+    def has_wide_rule(self, bbox, share: float = 0.5) -> bool:
+        """Whether a rule under `bbox` spans `share` of its width or more (a table's)."""
+        clip = self._clip(bbox)
+        return any(clip.y0 <= r.y <= clip.y1 and min(r.x1, clip.x1) - max(r.x0, clip.x0) >= share * clip.width
+                   for r in self.rules)
+
     def main_size(self, bbox) -> float | None:
         """The most common glyph size under `bbox` (points); None where it holds no glyph."""
         items = self._inside(self._clip(bbox))

@@ -83,3 +83,59 @@ def test_a_number_boxed_apart_becomes_the_tag_and_stays_in_the_text():
     markdown = render_markdown(result)
     assert markdown.count("\\tag{7}") == 1 and "(7)" not in markdown, markdown
     assert "(7)" in render_text(result)
+
+
+def _tex_page_lines():
+    """tests/vision/tex/proseanddisplays.pdf (pdflatex): its PageMaths (in points) and its text lines."""
+    from pathlib import Path
+
+    from vision.layer_math import PageMaths
+
+    page = pymupdf.open(Path(__file__).parents[1] / "vision" / "tex" / "proseanddisplays.pdf")[0]
+    lines = [LineResult(tuple(line["bbox"]), "".join(span["text"] for span in line["spans"]))
+             for block in page.get_text("dict")["blocks"] for line in block["lines"]]
+    return PageMaths(page), [line for line in lines if line.text.strip()]
+
+
+def _region(task: str, lines, index: int = 0) -> RegionResult:
+    box = (min(l.bbox[0] for l in lines), min(l.bbox[1] for l in lines),
+           max(l.bbox[2] for l in lines), max(l.bbox[3] for l in lines))
+    return RegionResult(index, task, task, "body", box, (0, 0, 0, 0), "\n".join(l.text for l in lines),
+                        RegionStatus.OK, lines=tuple(lines),
+                        blocks=(Block(BlockType.PARAGRAPH, " ".join(l.text for l in lines), tuple(range(len(lines)))),))
+
+
+def test_a_page_of_sentences_and_displays_the_layout_took_for_a_table():
+    """Short sentences each followed by a centred display line up like a table's columns. Read as
+    text, each display is one formula: a sum's limits and a matrix's rows, which the line
+    detector (here the layer's lines) boxes apart, are pieces of their display."""
+    from workers.pipeline.layer_maths import _as_text, _prose_and_displays, _with_displays
+
+    maths, lines = _tex_page_lines()
+    table = _region("table", lines)
+    assert _prose_and_displays(table, maths)
+    text = _as_text(table)
+    blocks = [out for block in text.blocks for out in _with_displays(block, text, maths)]
+    assert [b.text for b in blocks if b.type is BlockType.EQUATION] == [
+        r"S=\sum_{k=1}^{\infty}a^{k}", r"y=\sqrt{d^{n}+\lambda}", r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}"]
+    # (the radical sign's layer line, a font box that sits high, shares the sentence's row: its
+    # character stays in that paragraph's text, while the formula is built from the glyph's ink)
+    assert [b.text.split(" √")[0] for b in blocks if b.type is BlockType.PARAGRAPH] == [
+        "It follows that", "Hence one obtains", "Recall that"]
+    assert [b.type for b in blocks] == [BlockType.PARAGRAPH, BlockType.EQUATION] * 3
+    prose_only = _region("table", [line for line in lines if line.text in ("It follows that", "Recall that")])
+    assert not _prose_and_displays(prose_only, maths), "a table of words stays a table"
+
+
+def test_a_display_the_layout_cut_into_regions_is_one_formula():
+    from workers.pipeline.layer_maths import _joined_fragments
+
+    maths, lines = _tex_page_lines()
+    start = next(k for k, line in enumerate(lines) if line.text == "Recall that")
+    name, *cells = lines[start + 1:]          # "N =" and the bracketed rows, each a region of their own
+    prose = _region("text", lines[:start + 1], 0)
+    regions = _joined_fragments([prose, _region("text", [name], 1), _region("text", cells, 2)], maths, 600, 800)
+    assert [r.task for r in regions] == ["text", "formula"] and [r.reading_index for r in regions] == [0, 1]
+    [row] = maths.formula_rows(regions[1].bbox)
+    assert row.latex == r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}"
+    assert len(regions[1].lines) == 1 + len(cells), "every line is kept"

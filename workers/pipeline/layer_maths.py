@@ -49,12 +49,54 @@ class LayerMaths:
                 rows = maths.formula_rows(region.bbox)
                 if rows:
                     regions[k] = _formula_region(region, rows, _number_beside(region, regions))
+            elif region.task in ("table", "skip") and _prose_and_displays(region, maths):
+                region = _as_text(region)
+                blocks = tuple(_with_inline_maths(out, region, maths)
+                               for block in region.blocks for out in _with_displays(block, region, maths))
+                regions[k] = replace(region, blocks=blocks)
             elif region.task == "text" and region.blocks:
                 blocks = tuple(_with_inline_maths(out, region, maths)
                                for block in region.blocks for out in _with_displays(block, region, maths))
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
+
+
+def _prose_and_displays(region: RegionResult, maths: PageMaths) -> bool:
+    """Whether a region the layout took for a table or a figure is sentences and displayed formulas:
+    a page of short lines each followed by a centred display lines up like columns. Two displays and two
+    rows of prose at least, every row one or the other (or a piece of a display), no table rule."""
+    if not region.lines or maths.has_wide_rule(region.bbox):
+        return False
+    boxes = [_union(row.boxes) for row in region_rows(_top_down(region.lines))]
+    display = [maths.is_display_row(box) for box in boxes]
+    prose = [not shown and maths.is_prose_row(box) for box, shown in zip(boxes, display)]
+    return sum(display) >= 2 and sum(prose) >= 2 and all(
+        d or p or maths.is_formula_part_row(box) for box, d, p in zip(boxes, display, prose))
+
+
+def _top_down(lines) -> tuple:
+    """Lines in rows (overlapping by half the shorter's height) top to bottom, each left to right."""
+    rows: list[list] = []
+    for line in sorted(lines, key=lambda line: ((line.bbox[1] + line.bbox[3]) / 2, line.bbox[0])):
+        if rows:
+            first = rows[-1][0].bbox
+            overlap = min(first[3], line.bbox[3]) - max(first[1], line.bbox[1])
+            if overlap >= 0.5 * min(first[3] - first[1], line.bbox[3] - line.bbox[1]):
+                rows[-1].append(line)
+                continue
+        rows.append([line])
+    return tuple(line for row in rows for line in sorted(row, key=lambda line: line.bbox[0]))
+
+
+def _as_text(region: RegionResult) -> RegionResult:
+    """The region as text: its lines top to bottom, one paragraph for the display stages to split."""
+    lines = _top_down(region.lines)
+    rows = region_rows(lines)
+    text = join_lines([row.text for row in rows])
+    return replace(region, label="text", task="text", lines=lines, text="\n".join(row.text for row in rows),
+                   figure=None,
+                   blocks=(Block(BlockType.PARAGRAPH, text, tuple(range(len(lines)))),))
 
 
 def _joined_fragments(regions: list[RegionResult], maths: PageMaths, width: int, height: int) -> list[RegionResult]:
@@ -170,13 +212,15 @@ def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[
     maths glyphs alone (`is_formula_part_row`: a sum's limits, a matrix's other row) next to a
     display, within its width and less than a row's height from it, is a piece of that display."""
     owner: list[int | None] = [r if shown else None for r, shown in enumerate(display)]
+    left, right = min([box[0] for box in boxes] or [0.0]), max([box[2] for box in boxes] or [0.0])
     for d in [r for r, shown in enumerate(display) if shown]:
         if owner[d] != d:
             continue
-        top, bottom = maths.display_extent(boxes[d])
+        # across the block's width: a matrix's brackets stand right of "N =", in rows of their own
+        top, bottom = maths.display_extent((left, boxes[d][1], right, boxes[d][3]))
         for r, box in enumerate(boxes):    # rows within the reach of its brackets or integral sign
             if r != d and owner[r] in (None, r) and top <= (box[1] + box[3]) / 2 <= bottom \
-                    and box[0] < boxes[d][2] and boxes[d][0] < box[2]:
+                    and maths.is_formula_part_row(box):
                 owner[r] = d
     sizes = [maths.main_size(box) for box in boxes]
     for step in (1, -1):      # rows below a display, then rows above one
