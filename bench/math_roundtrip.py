@@ -6,7 +6,8 @@ that renders like the source.
 
 A seeded generator writes formulas of common kinds (scripts, fractions, radicals, sums and
 integrals with limits, limits of functions, matrices, cases, accents, alphabets, delimiters,
-binomials, derivatives, sets, braces, text in a display, multi-line `align*`), as displays (`\[...\]`, numbered
+binomials, derivatives, sets, braces, stacked limits, arrows with labels, congruences, boxes,
+overlines and wide hats, text in a display, multi-line `align*`), as displays (`\[...\]`, numbered
 `equation`) and inline in sentences. The kinds are textbook LaTeX written for this script, not
 taken from any page of the real-page or fact sets (those keep their own maths facts). pdflatex
 (Debian `texlive-latex-base`, with amsmath; `--install` installs it) typesets them into a PDF
@@ -199,9 +200,29 @@ class Formulas:
         letter = self.letter()
         return rf"\underbrace{{{letter}_{{1}} + \cdots + {letter}_{{n}}}}_{{n}} = {self.pick(self.CAPITALS)}"
 
+    def stacked(self) -> str:
+        roll, letter = self.random.random(), self.letter()
+        if roll < 0.25:
+            return rf"\sum_{{\substack{{0 \le i \le m \\ 0 < j < n}}}} P(i, j)"
+        if roll < 0.5:
+            return rf"{letter} \xrightarrow{{f}} {self.pick(self.CAPITALS)} \xrightarrow{{g}} {self.pick(self.CAPITALS)}"
+        if roll < 0.75:
+            return rf"{self.pick(self.CAPITALS)} \overset{{\text{{def}}}}{{=}} {self.sum_of(2)}"
+        return rf"{letter} \equiv {self.number()} \pmod{{{self.pick('mnp')}}}"
+
+    def decorated(self) -> str:
+        roll, letter = self.random.random(), self.letter()
+        if roll < 0.25:
+            return rf"\overline{{{letter} + {self.letter()}}} = \bar{{{letter}}} + {self.letter()}"
+        if roll < 0.5:
+            return rf"\widehat{{{letter}{self.letter()}}} = {self.sum_of(2)}"
+        if roll < 0.75:
+            return rf"\boxed{{{self.scripted()} = {self.sum_of(2)}}}"
+        return rf"{self.letter()} = \dfrac{{{self.atom()}}}{{{self.sum_of(2)}}}"
+
     KINDS = ("scripts", "fraction", "radical", "big_operator", "integral", "limit", "matrix", "cases", "accents",
              "alphabets", "delimiters", "binomial", "functions", "dots", "aligned", "calculus", "words", "sets",
-             "braces")
+             "braces", "stacked", "decorated")
     INLINE_KINDS = ("scripts", "fraction", "radical", "big_operator", "accents", "alphabets", "delimiters",
                     "functions", "dots", "calculus", "sets")
 

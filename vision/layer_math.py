@@ -227,9 +227,11 @@ class PageMaths:
             inside = min(rule.x1, clip.x1) - max(rule.x0, clip.x0)
             if clip.y0 <= rule.y <= clip.y1 and inside >= 0.5 * (rule.x1 - rule.x0):
                 clip = pymupdf.Rect(min(clip.x0, rule.x0 - 1), clip.y0, max(clip.x1, rule.x1 + 1), clip.y1)
-        items = self._inside(clip)
+        items = self._touching(self._inside(clip), clip)
         if not items:
             return None
+        clip = pymupdf.Rect(min([clip.x0] + [it.x0 for it in items]), clip.y0, max([clip.x1] + [it.x1 for it in items]),
+                            clip.y1)
         rules = [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
         rows = build_rows(items, rules)
         if rows is None:
@@ -240,6 +242,23 @@ class PageMaths:
             rect = pymupdf.Rect(clip.x0, row.top, clip.x1, row.bottom) * back
             placed.append(replace(row, top=rect.y0, bottom=rect.y1))
         return placed
+
+    def _touching(self, items: list[Item], clip: pymupdf.Rect) -> list[Item]:
+        """`items` and the glyphs just outside the box that run on from them along their line (a
+        detected box may cut a formula's last letter: "otherwis")."""
+        band = [it for it in self.items[bisect_left(self._middles, clip.y0):bisect_right(self._middles, clip.y1)]
+                if not clip.x0 <= it.centre_x <= clip.x1]
+        found = list(items)
+        grown = True
+        while grown and band:
+            grown = False
+            for it in list(band):
+                if any(abs(it.baseline - near.baseline) < 0.3 * near.size
+                       and max(it.x0 - near.x1, near.x0 - it.x1) < 0.1 * near.size for near in found):
+                    found.append(it)
+                    band.remove(it)
+                    grown = True
+        return found
 
     def is_display_row(self, bbox) -> bool:
         return is_display_items(self._inside(self._clip(bbox)))
@@ -261,14 +280,29 @@ class PageMaths:
     def is_prose_row(self, bbox) -> bool:
         """Words of text and no maths: two upright words or more, no glyph of a maths font."""
         items = self._inside(self._clip(bbox))
-        words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
-        return not any(it.maths_font for it in items) and len([w for w in words if len(w) > 1]) >= 2
+        return not any(it.maths_font for it in items) and len([w for w in _upright_words(items) if len(w) > 1]) >= 2
 
     def has_wide_rule(self, bbox, share: float = 0.5) -> bool:
         """Whether a rule under `bbox` spans `share` of its width or more (a table's)."""
         clip = self._clip(bbox)
         return any(clip.y0 <= r.y <= clip.y1 and min(r.x1, clip.x1) - max(r.x0, clip.x0) >= share * clip.width
                    for r in self.rules)
+
+    def is_formula_fragment_row(self, bbox) -> bool:
+        return is_formula_fragment(self._inside(self._clip(bbox)))
+
+    def rule_between(self, upper, lower) -> bool:
+        """Whether a rule (a fraction's bar) lies between two boxes one above the other, under both."""
+        a, b = self._clip(upper), self._clip(lower)
+        low, high = min(a.y1, b.y0) - 3.0, max(a.y1, b.y0) + 3.0    # the boxes may overlap a little
+        return any(low <= r.y <= high and min(r.x1, a.x1, b.x1) - max(r.x0, a.x0, b.x0) > 0 for r in self.rules)
+
+    def is_display_fragments(self, bbox) -> bool:
+        """Whether the glyphs under `bbox`, pieces the layout boxed apart, make a display: a
+        display row, or maths glyphs with a relation or operator and three words of text at most."""
+        items = self._inside(self._clip(bbox))
+        return is_display_items(items) or (is_formula_fragment(items) and any(
+            it.char in _OPERATORS or it.latex in _BIG_OPERATORS for it in items))
 
     def main_size(self, bbox) -> float | None:
         """The most common glyph size under `bbox` (points); None where it holds no glyph."""
@@ -315,8 +349,28 @@ def is_formula_part(items: list[Item]) -> bool:
     word of upright text but operator names; no typewriter glyph."""
     if not items or any(it.typewriter for it in items):
         return False
-    words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
-    return not any(len(word) > 1 and word not in _OPERATOR_NAMES for word in words)
+    return not any(len(word) > 1 and word not in _OPERATOR_NAMES for word in _upright_words(items))
+
+
+def _upright_words(items: list[Item]) -> list[str]:
+    """The words of upright text among `items`, read line by line (a region may hold several)."""
+    lines: list[list[Item]] = []
+    for item in sorted((it for it in items if it.upright and it.char.isalpha()), key=lambda it: it.baseline):
+        if lines and abs(item.baseline - lines[-1][-1].baseline) < 0.5 * item.size:
+            lines[-1].append(item)
+        else:
+            lines.append([item])
+    return [word for line in lines for word in _prose(line).split()]
+
+
+def is_formula_fragment(items: list[Item]) -> bool:
+    """Whether glyphs can be a piece of a display the layout cut apart: a formula part, or maths
+    glyphs with at most three words of text beside them (the "if" and "otherwise" of cases)."""
+    if is_formula_part(items):
+        return True
+    if not items or any(it.typewriter for it in items) or not any(it.maths_font for it in items):
+        return False
+    return len([word for word in _upright_words(items) if len(word) > 1 and word not in _OPERATOR_NAMES]) <= 3
 
 
 def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
@@ -437,6 +491,7 @@ def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
     items = _with_accents(items)
     items = _with_rules(items, rules)
     items = _with_integral_limits(_with_limits(items))
+    items = _with_oversets(items)
     items = _with_arrays(items)
     rows = []
     for row in _rows(items):
@@ -581,18 +636,30 @@ def _merged_pieces(items: list[Item]) -> list[Item]:
 
 
 def _rules(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Rule]:
-    rules = []
+    """Horizontal rules: fraction bars, radicals' overlines. The top and bottom of a frame (a
+    `\\boxed` formula, a table's box: rules whose ends meet upright ones) are none of those."""
+    rules, uprights = [], []
     for drawing in page.get_drawings():
         for entry in drawing["items"]:
             if entry[0] == "l":
                 a, b = entry[1], entry[2]
                 if abs(a.y - b.y) <= 0.3 and abs(a.x - b.x) > 1.5:
                     rules.append(Rule(min(a.x, b.x), max(a.x, b.x), (a.y + b.y) / 2))
+                elif abs(a.x - b.x) <= 0.3 and abs(a.y - b.y) > 1.5:
+                    uprights.append(((a.x + b.x) / 2, min(a.y, b.y), max(a.y, b.y)))
             elif entry[0] == "re":
                 rect = entry[1]
                 if rect.height <= MAX_RULE_THICKNESS and rect.width > 1.5 and rect.width > 3 * rect.height:
                     rules.append(Rule(rect.x0, rect.x1, (rect.y0 + rect.y1) / 2))
-    return [rule for rule in rules if clip.x0 - 1 <= rule.x0 and rule.x1 <= clip.x1 + 1 and clip.y0 <= rule.y <= clip.y1]
+                elif rect.width <= MAX_RULE_THICKNESS and rect.height > 1.5 and rect.height > 3 * rect.width:
+                    uprights.append(((rect.x0 + rect.x1) / 2, rect.y0, rect.y1))
+
+    def framed(rule: Rule) -> bool:
+        return all(any(abs(x - end) <= 1.5 and top - 1.5 <= rule.y <= bottom + 1.5 for x, top, bottom in uprights)
+                   for end in (rule.x0, rule.x1))
+
+    return [rule for rule in rules if clip.x0 - 1 <= rule.x0 and rule.x1 <= clip.x1 + 1 and clip.y0 <= rule.y <= clip.y1
+            and not (uprights and framed(rule))]
 
 
 # -- fractions, radicals, overlines, limits -----------------------------------------------------
@@ -821,6 +888,53 @@ def _with_integral_limits(items: list[Item]) -> list[Item]:
     return items
 
 
+_RELATION_CHARS = set("=<>≤≥≠≈≡∼≃≅∝→←↔⇒⇐⇔↦⟶⟵")
+_ARROWS = {r"\to": r"\xrightarrow", r"\rightarrow": r"\xrightarrow", r"\longrightarrow": r"\xrightarrow",
+           r"\leftarrow": r"\xleftarrow", r"\longleftarrow": r"\xleftarrow"}
+
+
+def _with_oversets(items: list[Item]) -> list[Item]:
+    """Small glyphs set centred over (or under) a relation: `\\overset{def}{=}`, and over an
+    arrow, its label (`\\xrightarrow{f}`; a long arrow is a "−" run into a "→")."""
+    items = _long_arrows(items)
+    for op in [it for it in items if it.kind == "glyph" and it.char in _RELATION_CHARS]:
+        width = op.x1 - op.x0
+        def placed(it: Item, above: bool) -> bool:
+            if it is op or it.size >= SCRIPT_SIZE * op.size or not (op.x0 - 0.2 * width <= it.centre_x <= op.x1 + 0.2 * width):
+                return False
+            middle = (op.y0 + op.y1) / 2
+            return (it.baseline < middle - 0.15 * op.size and op.baseline - it.baseline < 1.2 * op.size) if above \
+                else (it.y0 > op.baseline - 0.05 * op.size and it.y0 - op.baseline < 0.8 * op.size)
+        over = _grown([it for it in items if placed(it, True)], [it for it in items if it.size < SCRIPT_SIZE * op.size],
+                      op.size)
+        under = [it for it in items if placed(it, False)] if op.latex in _ARROWS else []
+        if not over and not under:
+            continue
+        if op.latex in _ARROWS:
+            latex = _ARROWS[op.latex] + (f"[{_row_latex(under)}]" if under else "") + f"{{{_row_latex(over)}}}"
+        else:
+            latex = rf"\overset{{{_row_latex(over)}}}{{{op.latex}}}"
+        used = over + under
+        built = Item(latex, min([op.x0] + [it.x0 for it in used]), min([op.y0] + [it.y0 for it in used]),
+                     max([op.x1] + [it.x1 for it in used]), max([op.y1] + [it.y1 for it in used]),
+                     op.baseline, op.size, "glyph", op.char)
+        items = [it for it in items if it is not op and not any(it is u for u in used)] + [built]
+    return items
+
+
+def _long_arrows(items: list[Item]) -> list[Item]:
+    """A "−" run into a "→" (how TeX builds a long or stretched arrow) is one arrow."""
+    out = sorted(items, key=lambda it: it.x0)
+    k = 0
+    while k + 1 < len(out):
+        a, b = out[k], out[k + 1]
+        if a.latex == "-" and b.char in ("→", "←") and b.x0 - a.x1 < 0.15 * a.size and abs(a.baseline - b.baseline) < 0.5:
+            out[k:k + 2] = [replace(b, x0=a.x0, latex=r"\longrightarrow" if b.char == "→" else r"\longleftarrow")]
+            continue
+        k += 1
+    return out
+
+
 def _grown(seed: list[Item], candidates: list[Item], size: float) -> list[Item]:
     """A limit's glyphs: those centred on the operator, and those beside them on their line
     ("i = 0" under a sum is wider than the sum)."""
@@ -1017,7 +1131,14 @@ _NEGATED = {"=": r"\ne", r"\in": r"\notin", r"\equiv": r"\not\equiv", r"\subset"
             ">": r"\ngtr", r"\cong": r"\ncong", r"\mid": r"\nmid", r"\|": r"\nparallel"}
 
 
+_PMOD = re.compile(r"(?:\\q?quad )?\(\\mod ([^()]+)\)")
+
+
 def _joined(parts: list[str]) -> str:
+    return _PMOD.sub(lambda m: rf"\pmod{{{m.group(1).strip()}}}", _concatenated(parts))
+
+
+def _concatenated(parts: list[str]) -> str:
     out = ""
     for k, part in enumerate(parts):
         following = next((later for later in parts[k + 1:] if later), None)

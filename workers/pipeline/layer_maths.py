@@ -102,9 +102,9 @@ def _as_text(region: RegionResult) -> RegionResult:
 def _joined_fragments(regions: list[RegionResult], maths: PageMaths, width: int, height: int) -> list[RegionResult]:
     """One formula region for each display the layout cut into pieces (a matrix's name, its
     bracketed rows and a column apart, each a region of its own): touching body regions of maths
-    glyphs alone (`is_formula_part_row`: no word of prose), which together make a display."""
+    glyphs with three words of text at most (`is_formula_fragment_row`), which together make a display."""
     pieces = [k for k, region in enumerate(regions) if region.role == "body" and region.task in ("text", "formula")
-              and region.lines and maths.is_formula_part_row(region.bbox)]
+              and region.lines and maths.is_formula_fragment_row(region.bbox)]
     groups: list[list[int]] = []
     for k in pieces:
         touching = [group for group in groups if any(_touch(regions[k], regions[j]) for j in group)]
@@ -113,7 +113,7 @@ def _joined_fragments(regions: list[RegionResult], maths: PageMaths, width: int,
     joined: dict[int, RegionResult] = {}
     for group in groups:
         box = _union([regions[k].bbox for k in group])
-        if len(group) < 2 or not maths.is_display_row(box):
+        if len(group) < 2 or not maths.is_display_fragments(box):
             continue
         first = regions[group[0]]
         lines = tuple(sorted((line for k in group for line in regions[k].lines), key=lambda line: line.bbox[1]))
@@ -229,15 +229,22 @@ def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[
             near = r - step
             if not 0 <= near < len(boxes) or owner[near] is None or owner[near] == r:
                 continue
+            if owner[r] == owner[near]:
+                continue
             # a display row set in script size (a sum's limits "k=1") is a piece of the display beside it
             small = sizes[r] is not None and sizes[near] is not None and sizes[r] < SCRIPT_SIZE * sizes[near]
-            if owner[r] is not None and not small:
-                continue
             box, other = boxes[r], boxes[near]
             gap = max(box[1] - other[3], other[1] - box[3])
             centre = (box[0] + box[2]) / 2
-            if (gap < min(box[3] - box[1], other[3] - other[1]) and other[0] <= centre <= other[2]
-                    and maths.is_formula_part_row(box)):
+            limits = (owner[r] is None or small) and gap < min(box[3] - box[1], other[3] - other[1]) \
+                and other[0] <= centre <= other[2] and maths.is_formula_part_row(box)
+            # a fraction's numerator and denominator, boxed as rows of their own
+            whole = _union([boxes[j] for j in range(len(boxes)) if owner[j] == owner[near]])
+            fraction = (owner[r] is not None or maths.is_formula_fragment_row(box)) and \
+                maths.rule_between(*((whole, box) if step == 1 else (box, whole)))
+            if limits or fraction:
+                moved = owner[r]
+                owner = [owner[near] if o is not None and o == moved and moved is not None else o for o in owner]
                 owner[r] = owner[near]
     return owner
 
