@@ -174,13 +174,19 @@ AMS_DISPLAYS = [      # tex/amsdisplays.tex, in order
     r"a\ne b,\quad x\notin\mathbb{R}^{n}",
     r"\|w\|\le|r|",
     r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}",
+    r"u\equiv 4\pmod{n}",
+    r"W\overset{\operatorname{def}}{=}2-W^{3}",
+    r"A\xrightarrow{f}B",
+    r"a+b=c",
 ]
 
 
 def test_latex_displays_with_the_big_symbol_font():
     """pdflatex output with amsmath: a display integral's limits at its right, a radical sign
     that hangs from its origin (its box says nothing of where its overline starts), a root's
-    index, nested fractions, negated relations (a slash over the relation), blackboard bold."""
+    index, nested fractions, negated relations (a slash over the relation), blackboard bold, a
+    congruence, a symbol set over a relation, a labelled arrow (a long arrow is "-" run into
+    "->"), a box (its frame's top and bottom are no fraction bars)."""
     from pathlib import Path
 
     page = pymupdf.open(Path(__file__).parent / "tex" / "amsdisplays.pdf")[0]

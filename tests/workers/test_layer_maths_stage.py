@@ -107,8 +107,9 @@ def _region(task: str, lines, index: int = 0) -> RegionResult:
 
 def test_a_page_of_sentences_and_displays_the_layout_took_for_a_table():
     """Short sentences each followed by a centred display line up like a table's columns. Read as
-    text, each display is one formula: a sum's limits and a matrix's rows, which the line
-    detector (here the layer's lines) boxes apart, are pieces of their display."""
+    text, each display is one formula: a sum's limits, a matrix's rows and a fraction's numerator
+    and denominator, which the line detector (here the layer's lines) boxes apart, are pieces of
+    their display."""
     from workers.pipeline.layer_maths import _as_text, _prose_and_displays, _with_displays
 
     maths, lines = _tex_page_lines()
@@ -117,12 +118,13 @@ def test_a_page_of_sentences_and_displays_the_layout_took_for_a_table():
     text = _as_text(table)
     blocks = [out for block in text.blocks for out in _with_displays(block, text, maths)]
     assert [b.text for b in blocks if b.type is BlockType.EQUATION] == [
-        r"S=\sum_{k=1}^{\infty}a^{k}", r"y=\sqrt{d^{n}+\lambda}", r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}"]
+        r"S=\sum_{k=1}^{\infty}a^{k}", r"y=\sqrt{d^{n}+\lambda}", r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}",
+        r"u^{-1}=\frac{u^{n}+p}{s+\Phi}"]
     # (the radical sign's layer line, a font box that sits high, shares the sentence's row: its
     # character stays in that paragraph's text, while the formula is built from the glyph's ink)
     assert [b.text.split(" √")[0] for b in blocks if b.type is BlockType.PARAGRAPH] == [
-        "It follows that", "Hence one obtains", "Recall that"]
-    assert [b.type for b in blocks] == [BlockType.PARAGRAPH, BlockType.EQUATION] * 3
+        "It follows that", "Hence one obtains", "Recall that", "We define"]
+    assert [b.type for b in blocks] == [BlockType.PARAGRAPH, BlockType.EQUATION] * 4
     prose_only = _region("table", [line for line in lines if line.text in ("It follows that", "Recall that")])
     assert not _prose_and_displays(prose_only, maths), "a table of words stays a table"
 
@@ -132,7 +134,8 @@ def test_a_display_the_layout_cut_into_regions_is_one_formula():
 
     maths, lines = _tex_page_lines()
     start = next(k for k, line in enumerate(lines) if line.text == "Recall that")
-    name, *cells = lines[start + 1:]          # "N =" and the bracketed rows, each a region of their own
+    end = next(k for k, line in enumerate(lines) if line.text == "We define")
+    name, *cells = lines[start + 1:end]       # "N =" and the bracketed rows, each a region of their own
     prose = _region("text", lines[:start + 1], 0)
     regions = _joined_fragments([prose, _region("text", [name], 1), _region("text", cells, 2)], maths, 600, 800)
     assert [r.task for r in regions] == ["text", "formula"] and [r.reading_index for r in regions] == [0, 1]
