@@ -29,9 +29,11 @@ has every character mapped.
 Each word goes to exactly one detected line: the one whose box overlaps it
 most (it must hold the word's centre or half its area). A line takes its text
 from the layer when it holds words and every one is trusted — in rows top to
-bottom (a detected line may span two printed ones), each left to right. Any
-other line is recognised on its own, as is a region read whole that holds no
-words or an untrusted one.
+bottom (a detected line may span two printed ones), each left to right. A line
+holding no word whose box is mostly covered by words other lines hold (the
+detector boxed part of a word again) takes nothing: its ink is read already,
+and recognising it would invent text. Any other line is recognised on its own,
+as is a region read whole that holds no words or an untrusted one.
 
 Nothing the layer shows is dropped on a page that passes. Trusted words in no
 detected line (the detector merged two lines, or missed a page number) become
@@ -69,6 +71,9 @@ ROW_OVERLAP = 0.5           # vertical overlap, as a share of the shorter box, t
 MIN_INK_RANGE = 40          # grey levels between the lightest and darkest pixel in the middle of a word's box
 INK_CORE_WIDTH = 0.7        # share of a word's width (centred) looked at for ink
 RUN_GAP_HEIGHTS = 2.0       # a gap wider than this many word heights splits a run of missed words
+# of a wordless line's box covered by words other lines hold: a second box over ink already read
+# (the detector boxed part of a word again), left empty instead of recognised into invented text
+READ_ELSEWHERE_SHARE = 0.5
 
 
 class TextLayerMode(StrEnum):
@@ -191,15 +196,22 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
         elif word.trusted and not _is_leader(word.word.text):
             missed.append(word)
 
+    trusted_boxes = np.array([w.word.bbox for w in layer.words if w.trusted], dtype=np.float64).reshape(-1, 4)
+    # a line holding no word over words other lines hold: the detector boxed part of a word again
+    elsewhere = [not words and _covered_share(box, trusted_boxes) >= READ_ELSEWHERE_SHARE
+                 for box, words in zip(line_boxes, line_words)]
     area = float(sum(_area(box) for box in line_boxes))
-    covered = float(sum(_area(box) for box, words in zip(line_boxes, line_words) if _all_trusted(words)))
+    covered = float(sum(_area(box) for box, words, again in zip(line_boxes, line_words, elsewhere)
+                        if _all_trusted(words) or again))
     coverage = covered / area if area > 0 else 1.0
     if coverage < MIN_LINE_COVERAGE:
         return _nothing_taken(TextLayerVerdict(
             False, f"only {coverage:.0%} of the detected text lines (by area) hold words of it "
                    "(text in pictures, or a layer that is not the page)"), blocks)
-    for (b, i), words in zip(lines, line_words):
-        entries[b].line_texts[i] = _line_text(words) if _all_trusted(words) else None
+    for (b, i), words, again in zip(lines, line_words, elsewhere):
+        # a line over words another line holds has no ink of its own to read: it takes nothing
+        entries[b].line_texts[i] = "" if again else _line_text(words) if _all_trusted(words) else None
+    read_elsewhere = sum(elsewhere)
 
     runs = _runs(missed)
     entries, added_regions = _place_missed(entries, runs, line_boxes, lines, layout.height)
@@ -210,6 +222,8 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
     num_trusted = sum(w.trusted for w in layer.words)
     to_read = sum(text is None for e in entries for text in e.line_texts)
     notes += f"; {to_read} line{'s' * (to_read != 1)} without trusted words recognised" if to_read else ""
+    notes += (f"; {read_elsewhere} line{'s' * (read_elsewhere != 1)} inside words other lines hold left empty"
+              if read_elsewhere else "")
     verdict = TextLayerVerdict(True, f"{num_trusted} of its {len(layer.words)} words are mapped and visible, and "
                                      f"fill {coverage:.0%} of the detected text lines (by area){notes}")
     return LayerMatch(verdict, tuple(e.block for e in entries), texts)
@@ -322,6 +336,14 @@ def _whole_text(entry: _Entry) -> tuple[TextWord, ...] | None:
     if _all_trusted(entry.words) and all(t is not None for t in entry.line_texts):
         return tuple(w.word for w in entry.words)
     return None
+
+
+def _covered_share(box: Box, word_boxes: np.ndarray) -> float:
+    """How much of `box` the word boxes cover (their overlaps with it summed: words do not overlap)."""
+    area = _area(box)
+    if area <= 0 or not len(word_boxes):
+        return 0.0
+    return min(1.0, float(_intersections(box, word_boxes).sum()) / area)
 
 
 def _all_trusted(words: Sequence[LayerWord]) -> bool:

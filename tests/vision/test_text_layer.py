@@ -198,6 +198,22 @@ def test_a_line_with_an_untrusted_word_is_recognised_and_so_is_a_line_with_none(
     assert match.texts[0].words is None, "read whole, the block would need recognising"
 
 
+def test_a_second_box_over_words_another_line_holds_is_left_empty_not_recognised():
+    """The line detector sometimes boxes a piece of a word again (on refcard-a4 p1 two such boxes
+    inside "surround optional" were recognised as "dd" and "pti"): the words went to the line that
+    overlaps them most, and the second box has its ink read already. A wordless line over no
+    word of the layer (a picture's text, an outlined logo) is still recognised."""
+    layout = _layout(("text", (100, 100, 900, 1200), [(100, 100, 900, 130), (210, 104, 260, 128),
+                                                    (100, 1160, 140, 1190)] + [(100, 200 + 40 * i, 900, 230 + 40 * i)
+                                                                               for i in range(20)]))
+    words = [_word("surround", (100, 102, 300, 129)), _word("optional", (320, 102, 500, 129), word_no=1)]
+    words += [_word(f"w{i}", (100, 202 + 40 * i, 300, 228 + 40 * i), line_no=5 + i) for i in range(20)]
+    match = match_text_layer(_usable(*words), layout)
+    assert match.verdict.usable
+    assert match.texts[0].lines[:3] == ("surround optional", "", None)
+    assert "1 line inside words other lines hold left empty" in match.verdict.reason
+
+
 def test_missed_words_become_lines_where_they_belong():
     layout = _layout(
         ("text", (100, 100, 900, 300), [(100, 100, 900, 130), (100, 180, 900, 210)]),   # a line missed between
