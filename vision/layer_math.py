@@ -209,6 +209,7 @@ class PageMaths:
         self._middles = [(it.y0 + it.y1) / 2 for it in self.items]   # for finding a row's glyphs by bisection
         self.rules = _rules(page, page.rect)
         self.to_page = to_page if to_page is not None else pymupdf.Identity
+        self.scale = 1.0 / abs(self.to_page.a) if self.to_page.a else 1.0   # caller's units per point
 
     def _clip(self, bbox) -> pymupdf.Rect:
         rect = pymupdf.Rect(*bbox) * self.to_page
@@ -291,6 +292,11 @@ class PageMaths:
     def is_formula_fragment_row(self, bbox) -> bool:
         return is_formula_fragment(self._inside(self._clip(bbox)))
 
+    def words_of_text(self, bbox) -> int:
+        """How many words of upright text (of two letters or more, operator names aside) lie under `bbox`."""
+        return len([word for word in _upright_words(self._inside(self._clip(bbox)))
+                    if len(word) > 1 and word not in _OPERATOR_NAMES])
+
     def rule_between(self, upper, lower) -> bool:
         """Whether a rule (a fraction's bar) lies between two boxes one above the other, under both."""
         a, b = self._clip(upper), self._clip(lower)
@@ -298,8 +304,9 @@ class PageMaths:
         return any(low <= r.y <= high and min(r.x1, a.x1, b.x1) - max(r.x0, a.x0, b.x0) > 0 for r in self.rules)
 
     def is_display_fragments(self, bbox) -> bool:
-        """Whether the glyphs under `bbox`, pieces the layout boxed apart, make a display: a
-        display row, or maths glyphs with a relation or operator and three words of text at most."""
+        """Whether the glyphs under `bbox` (pieces the layout boxed apart, or a row set apart) make a
+        display: a display row, or maths glyphs with a relation or operator and three words of
+        text at most ("H = p - e  for all e in D")."""
         items = self._inside(self._clip(bbox))
         return is_display_items(items) or (is_formula_fragment(items) and any(
             it.char in _OPERATORS or it.latex in _BIG_OPERATORS for it in items))

@@ -109,7 +109,7 @@ def test_a_page_of_sentences_and_displays_the_layout_took_for_a_table():
     """Short sentences each followed by a centred display line up like a table's columns. Read as
     text, each display is one formula: a sum's limits, a matrix's rows and a fraction's numerator
     and denominator, which the line detector (here the layer's lines) boxes apart, are pieces of
-    their display."""
+    their display; a display with a few words of text in it ("for all") is one too."""
     from workers.pipeline.layer_maths import _as_text, _prose_and_displays, _with_displays
 
     maths, lines = _tex_page_lines()
@@ -119,12 +119,12 @@ def test_a_page_of_sentences_and_displays_the_layout_took_for_a_table():
     blocks = [out for block in text.blocks for out in _with_displays(block, text, maths)]
     assert [b.text for b in blocks if b.type is BlockType.EQUATION] == [
         r"S=\sum_{k=1}^{\infty}a^{k}", r"y=\sqrt{d^{n}+\lambda}", r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}",
-        r"u^{-1}=\frac{u^{n}+p}{s+\Phi}"]
+        r"u^{-1}=\frac{u^{n}+p}{s+\Phi}", r"H=p-e\quad \text{for all}e\in D"]
     # (the radical sign's layer line, a font box that sits high, shares the sentence's row: its
     # character stays in that paragraph's text, while the formula is built from the glyph's ink)
     assert [b.text.split(" √")[0] for b in blocks if b.type is BlockType.PARAGRAPH] == [
-        "It follows that", "Hence one obtains", "Recall that", "We define"]
-    assert [b.type for b in blocks] == [BlockType.PARAGRAPH, BlockType.EQUATION] * 4
+        "It follows that", "Hence one obtains", "Recall that", "We define", "It then holds that"]
+    assert [b.type for b in blocks] == [BlockType.PARAGRAPH, BlockType.EQUATION] * 5
     prose_only = _region("table", [line for line in lines if line.text in ("It follows that", "Recall that")])
     assert not _prose_and_displays(prose_only, maths), "a table of words stays a table"
 

@@ -69,7 +69,7 @@ def _prose_and_displays(region: RegionResult, maths: PageMaths) -> bool:
     if not region.lines or maths.has_wide_rule(region.bbox):
         return False
     boxes = [_union(row.boxes) for row in region_rows(_top_down(region.lines))]
-    display = [maths.is_display_row(box) for box in boxes]
+    display = [_is_display(box, region.bbox, maths) for box in boxes]
     prose = [not shown and maths.is_prose_row(box) for box, shown in zip(boxes, display)]
     return sum(display) >= 2 and sum(prose) >= 2 and all(
         d or p or maths.is_formula_part_row(box) for box, d, p in zip(boxes, display, prose))
@@ -178,7 +178,7 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
     row_texts = (printed if block.type is BlockType.CODE and len(printed) == len(rows)
                  else [row.text for row in rows])
     boxes = [_box(region, these) for these in row_ids]
-    owner = _display_owners([maths.is_display_row(box) for box in boxes], boxes, maths)
+    owner = _display_owners([_is_display(box, region.bbox, maths) for box in boxes], boxes, maths)
     pieces: list[tuple[bool, list[int]]] = []     # (display, indices into rows)
     for r in range(len(rows)):
         display = owner[r] is not None
@@ -205,6 +205,22 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
             lines = previous.lines + lines
         out.append(replace(block, text=text, lines=lines))
     return out
+
+
+def _is_display(box, block_box, maths: PageMaths) -> bool:
+    """A display row (`is_display_row`); or a row of maths with a few words ("H = p - e  for all
+    e in D"), which fails that rule's share of maths letters, set apart from the block's edge."""
+    return maths.is_display_row(box) or (maths.words_of_text(box) > 0 and _set_apart(box, block_box, maths)
+                                         and maths.is_display_fragments(box))
+
+
+def _set_apart(box, block_box, maths: PageMaths) -> bool:
+    """Whether a row stands on its own, three ems or more in from its block's left edge: a display
+    (centred or indented), where a paragraph's lines start at the edge or a first-line indent."""
+    size = maths.main_size(box)
+    if size is None:
+        return False
+    return box[0] - block_box[0] >= 3 * size * maths.scale    # the glyphs' size in points, in the caller's units
 
 
 def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[int | None]:
