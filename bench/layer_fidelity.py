@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pymupdf
@@ -34,24 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from real_pages import load_pages  # noqa: E402
 from real_pages_metrics import cer, normalise, words as metric_words  # noqa: E402
-from text_layer_modes import cut_pages  # noqa: E402
+from text_layer_modes import cut_pages, run_mode  # noqa: E402
 
 from vision.text_normal import normalise_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_CER = 0.01
-
-
-def run(pdfs: list[Path], out: Path) -> float:
-    out.mkdir(parents=True, exist_ok=True)
-    command = [str(Path(sys.executable).parent / "ocrserve"), "run", *map(str, pdfs), "--out", str(out),
-               "--formats", "json", "--force", "--quiet", "--text-layer", "auto", "--keep-furniture"]
-    started = time.perf_counter()
-    with open(out / "run.log", "w") as log:
-        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
-    if code != 0:
-        sys.exit(f"ocrserve run exited {code}; see {out / 'run.log'}")
-    return time.perf_counter() - started
 
 
 def layer_words(pdf: Path, dpi: float) -> list[tuple[str, float, float]]:
@@ -117,7 +103,7 @@ def main() -> int:
     seconds = None
     if not args.rescore:
         pdfs = cut_pages(pages, work)
-        seconds = run(pdfs, work / "auto")
+        seconds = run_mode("auto", pdfs, work / "auto")
     rows = {}
     for page in pages:
         result = json.loads((work / "auto" / f"{page.name}.json").read_text())

@@ -8,7 +8,8 @@ l (l + 1)") lose the structure. This module rebuilds it:
 |---|---|
 | glyphs | PyMuPDF's `rawdict` characters in the region, each mapped to a LaTeX token: Unicode maths (Greek, operators, relations, arrows) to commands; the big-symbol fonts (cmex, txex, ...), whose characters come out as their raw codes ("X" for a display sum), through TeX's OMX table; bold fonts to `\mathbf`, calligraphic capitals of the symbol fonts to `\mathcal`; upright letter runs that spell an operator name to `\sin`, `\det` ..., other upright words to `\text` |
 | fractions, radicals, overlines | each rule (a stroked line or a thin filled rectangle), narrowest first: items above and below it within its span make `\frac{}{}`; a radical sign ending where the rule starts makes `\sqrt{}`; items only below a short rule make `\overline{}` |
-| limits | items centred above or below a sum, product, union or intersection (within its width) make its `_{}` and `^{}` |
+| limits | items centred above or below a sum, product, union or intersection (within its width) make its `_{}` and `^{}`; a display integral's, at its right by its top and foot, likewise |
+| over relations | small items centred over a relation make `\overset{}{}`, over a long arrow ("-" run into "->") `\xrightarrow{}`; a slash over a relation negates it (`\notin`, `\ne`) |
 | rows | what is left is cut into rows at gaps between the baselines of its full-size glyphs (an `align` display's lines; each row is one formula) |
 | scripts | in a row, the glyphs' most common size and the median baseline at it set the main line; smaller items above it are superscripts, below it subscripts, of the item before them, each group read again the same way (scripts of scripts) |
 | spacing | TeX's own spacing between atoms is left to the renderer; a gap of a quad or more becomes `\quad`/`\qquad` |

@@ -116,6 +116,17 @@ def test_a_footnote_mark_and_a_logo_s_raised_letter_are_not_maths_words():
     assert line is not None and "numeric$^{1}$" in line and "$^{\\mathrm{A}}$" not in line, line
 
 
+def _bands(maths: PageMaths) -> list[list[float]]:
+    """The page's displays, one per band of glyphs (a gap of 4 points between bands)."""
+    bands: list[list[float]] = []
+    for item in sorted(maths.items, key=lambda it: it.y0):
+        if bands and item.y0 < bands[-1][1] + 4:
+            bands[-1][1] = max(bands[-1][1], item.y1)
+        else:
+            bands.append([item.y0, item.y1])
+    return bands
+
+
 TEX_DISPLAYS = [      # tex/arrays.tex, in order
     r"\hat{x}+\bar{y}=\tilde{z}\cdot\vec{v}+\dot{a}",
     r"\hat{\theta}_{i}=\bar{X}_{n}^{2}",
@@ -136,12 +147,7 @@ def test_accents_matrices_binomials_and_cases_set_by_tex():
 
     page = pymupdf.open(Path(__file__).parent / "tex" / "arrays.pdf")[0]
     maths = PageMaths(page)
-    bands: list[list[float]] = []
-    for item in sorted(maths.items, key=lambda it: it.y0):
-        if bands and item.y0 < bands[-1][1] + 4:
-            bands[-1][1] = max(bands[-1][1], item.y1)
-        else:
-            bands.append([item.y0, item.y1])
+    bands = _bands(maths)
     found = []
     for top, bottom in bands:
         [row] = maths.formula_rows((0, top, page.rect.width, bottom))
@@ -191,12 +197,7 @@ def test_latex_displays_with_the_big_symbol_font():
 
     page = pymupdf.open(Path(__file__).parent / "tex" / "amsdisplays.pdf")[0]
     maths = PageMaths(page)
-    bands: list[list[float]] = []
-    for item in sorted(maths.items, key=lambda it: it.y0):
-        if bands and item.y0 < bands[-1][1] + 4:
-            bands[-1][1] = max(bands[-1][1], item.y1)
-        else:
-            bands.append([item.y0, item.y1])
+    bands = _bands(maths)
     found = [row.latex for top, bottom in bands[:-1] for row in maths.formula_rows((0, top, page.rect.width, bottom))]
     assert found == AMS_DISPLAYS
 

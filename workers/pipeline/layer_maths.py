@@ -6,9 +6,11 @@ rules sit (`vision.layer_math`) in place of the layer's flat characters:
 
 | what                                            | becomes                                           |
 |-------------------------------------------------|---------------------------------------------------|
+| body regions of maths glyphs (three words of text at most) that touch and together make a display: the layout cut one display apart | one formula region, then as below |
+| a table or figure region of sentences and displays, every row one or the other (`_prose_and_displays`) | a text region, then as below |
 | a formula region                                | one equation block per row; a row of prose the box took in stays a paragraph |
 | an equation the structure stage found in a region's rows | the same block, its text LaTeX          |
-| a row of a paragraph or code block that is a display (`is_display_items`: maths letters and an operator, at most three upright words) | an equation block of its own, the block split around it |
+| a row of a paragraph or code block that is a display (`is_display_items`: maths letters and an operator, at most three upright words; or maths with a few words set three ems in) | an equation block of its own, the block split around it, with the rows that are its pieces (a sum's limits, a matrix's rows under its brackets, a fraction's parts across its bar) |
 | an equation number the layout boxed apart ("(3)" right of its formula) | the formula's `\\tag`      |
 | maths inside a paragraph's lines (`inline_markdown`: maths-font glyphs, lone italic letters, scripts, operators beside them) | `$...$` in the paragraph's Markdown |
 
@@ -26,6 +28,7 @@ from workers.page_result import RegionResult
 from workers.pipeline.page import PageWork
 from workers.structure_blocks import Block, BlockType
 from workers.structure_rows import join_lines, region_rows
+from workers.table_text import band_rows
 
 _NUMBER = re.compile(r"^\((\d{1,3}(?:\.\d{1,3})*[a-z]?)\)$")
 
@@ -76,17 +79,8 @@ def _prose_and_displays(region: RegionResult, maths: PageMaths) -> bool:
 
 
 def _top_down(lines) -> tuple:
-    """Lines in rows (overlapping by half the shorter's height) top to bottom, each left to right."""
-    rows: list[list] = []
-    for line in sorted(lines, key=lambda line: ((line.bbox[1] + line.bbox[3]) / 2, line.bbox[0])):
-        if rows:
-            first = rows[-1][0].bbox
-            overlap = min(first[3], line.bbox[3]) - max(first[1], line.bbox[1])
-            if overlap >= 0.5 * min(first[3] - first[1], line.bbox[3] - line.bbox[1]):
-                rows[-1].append(line)
-                continue
-        rows.append([line])
-    return tuple(line for row in rows for line in sorted(row, key=lambda line: line.bbox[0]))
+    """Lines in rows (`table_text.band_rows`) top to bottom, each left to right."""
+    return tuple(line for row in band_rows(lines) for line in row)
 
 
 def _as_text(region: RegionResult) -> RegionResult:
