@@ -28,6 +28,10 @@ from dataclasses import dataclass, replace
 
 import pymupdf
 
+# the pieces a horizontal brace (\underbrace, \overbrace) is set from, with rules between them
+_BRACE_PIECE = "\u23b4piece"
+_UNDERBRACE_START, _OVERBRACE_START = "\x7c", "\x7a"    # the left end: tips up (under), tips down (over)
+
 # TeX's OMX encoding (cmex10 and the fonts that copy it: txex, pxex, ...): code -> symbol
 _OMX = {
     0x00: "(", 0x01: ")", 0x02: "[", 0x03: "]", 0x04: r"\lfloor", 0x05: r"\rfloor", 0x06: r"\lceil",
@@ -48,7 +52,8 @@ _OMX = {
     0x62: r"\widehat{}", 0x63: r"\widehat{}", 0x64: r"\widehat{}", 0x65: r"\widetilde{}", 0x66: r"\widetilde{}",
     0x67: r"\widetilde{}", 0x68: "[", 0x69: "]", 0x6A: r"\lfloor", 0x6B: r"\rfloor", 0x6C: r"\lceil",
     0x6D: r"\rceil", 0x6E: r"\{", 0x6F: r"\}", 0x70: "√", 0x71: "√", 0x72: "√", 0x73: "√", 0x74: "√",
-    0x75: "√", 0x76: "√", 0x77: "|", 0x78: "|", 0x79: "|", 0x7A: "", 0x7B: "", 0x7C: "", 0x7D: "",
+    0x75: "√", 0x76: "√", 0x77: "|", 0x78: "|", 0x79: "|", 0x7A: _BRACE_PIECE, 0x7B: _BRACE_PIECE,
+    0x7C: _BRACE_PIECE, 0x7D: _BRACE_PIECE,
     0x7E: "|", 0x7F: "|",
 }
 # pieces of a tall bracket, as the big-symbol fonts' ToUnicode maps them (Apple's private-use
@@ -129,7 +134,7 @@ def big_symbol_text(char: str, font: str) -> str | None:
         latex = _PIECES[char]
     else:
         return None
-    return None if latex is None else _BIG_UNICODE.get(latex)
+    return None if latex is None else _BIG_UNICODE.get(latex, "" if latex == _BRACE_PIECE else None)
 
 
 _LIMIT_OPERATORS = {r"\sum", r"\prod", r"\coprod", r"\bigcup", r"\bigcap", r"\bigoplus", r"\bigotimes",
@@ -394,9 +399,12 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
     which are maths; so is an operator name ("log") set just before maths."""
     if not items:
         return None
-    items = _with_accents(items)
+    items, rules = _with_braces(_with_accents(items), list(rules))
+    items = [it for it in items if it.latex != _BRACE_PIECE]
+    if not items:
+        return None
     # no overlines: in a line of prose a short rule over words is more likely a table's or a form's
-    items = sorted(_with_rules(items, list(rules), overlines=False) if rules else items, key=lambda it: (it.x0, it.y0))
+    items = sorted(_with_rules(items, rules, overlines=False) if rules else items, key=lambda it: (it.x0, it.y0))
     size = _main_size(items)
     on_line = [it.baseline for it in items if abs(it.size - size) < 0.1 * size]
     baseline = statistics.median(on_line) if on_line else items[0].baseline
@@ -497,6 +505,7 @@ def _words(items: list[Item], size: float) -> list[list[int]]:
 
 def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
     items = _with_accents(items)
+    items, rules = _with_braces(items, rules)
     items = _with_rules(items, rules)
     items = _with_integral_limits(_with_limits(items))
     items = _with_oversets(items)
@@ -716,6 +725,52 @@ def _with_rules(items: list[Item], rules: list[Rule], overlines: bool = True) ->
                          _baseline(below, below[0]), _size(below, below[0]), "built")
             items = [it for it in items if not any(it is b for b in below)] + [built]
     return items
+
+
+def _with_braces(items: list[Item], rules: list[Rule]) -> tuple[list[Item], list[Rule]]:
+    """Horizontal braces: TeX sets one from the big-symbol font's end and middle pieces with rules
+    between them. What the brace spans on its open side is the braced part, a small label on
+    its tip side its script: `\\underbrace{}_{}`, `\\overbrace{}^{}`. The brace's rules are no
+    fraction bars."""
+    pieces = sorted((it for it in items if it.latex == _BRACE_PIECE), key=lambda it: it.x0)
+    if not pieces:
+        return items, rules
+    used_rules: list[Rule] = []
+    groups: list[list[Item]] = []
+    for piece in pieces:
+        if groups and abs(piece.baseline - groups[-1][-1].baseline) < 1.0 and (
+                piece.x0 - groups[-1][-1].x1 < 0.5 or any(
+                    abs(r.x0 - groups[-1][-1].x1) < 1.0 and abs(r.x1 - piece.x0) < 1.0 for r in rules)):
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    for group in groups:
+        x0, x1 = group[0].x0, group[-1].x1
+        top, bottom = min(it.y0 for it in group), max(it.y1 for it in group)
+        under = group[0].char == _UNDERBRACE_START
+        size = group[0].size
+        used_rules += [r for r in rules if x0 - 1 <= r.x0 and r.x1 <= x1 + 1 and top - 1.5 <= r.y <= bottom + 1.5]
+        others = [it for it in items if it.latex != _BRACE_PIECE and x0 - 1 <= it.centre_x <= x1 + 1]
+        middle = (top + bottom) / 2
+        if under:
+            body = [it for it in others if it.y1 <= middle + 1.0 and bottom - it.baseline < 2.0 * size]
+            label = [it for it in others if it.y0 >= middle - 1.0 and it.y0 - bottom < 1.0 * size
+                     and it.size < SCRIPT_SIZE * size]
+        else:
+            body = [it for it in others if it.y0 >= middle - 1.0 and it.y0 - bottom < 1.0 * size]
+            label = [it for it in others if it.y1 <= middle + 1.0 and top - it.y1 < 1.0 * size
+                     and it.size < SCRIPT_SIZE * size]
+        body = [it for it in body if not any(it is b for b in label)]
+        if not body:
+            items = [it for it in items if not any(it is g for g in group)]
+            continue
+        script = ("_" if under else "^") + f"{{{_row_latex(label)}}}" if label else ""
+        latex = (r"\underbrace" if under else r"\overbrace") + f"{{{_row_latex(body)}}}" + script
+        used = [*group, *body, *label]
+        built = Item(latex, min(it.x0 for it in used), min(it.y0 for it in used), max(it.x1 for it in used),
+                     max(it.y1 for it in used), _baseline(body, body[0]), _size(body, body[0]), "built")
+        items = [it for it in items if not any(it is u for u in used)] + [built]
+    return items, [r for r in rules if not any(r is u for u in used_rules)]
 
 
 def _beyond_rule(item: Item, rule: Rule, rules: list[Rule]) -> bool:

@@ -117,13 +117,17 @@ def test_a_footnote_mark_and_a_logo_s_raised_letter_are_not_maths_words():
 
 
 def _bands(maths: PageMaths) -> list[list[float]]:
-    """The page's displays, one per band of glyphs (a gap of 4 points between bands)."""
+    """The page's displays, one per band of glyphs (a gap of 4 points between bands); a band of
+    small glyphs alone (an overbrace's label) joins the band under it."""
     bands: list[list[float]] = []
+    small: list[bool] = []
     for item in sorted(maths.items, key=lambda it: it.y0):
-        if bands and item.y0 < bands[-1][1] + 4:
+        if bands and (item.y0 < bands[-1][1] + 4 or (small[-1] and item.y0 < bands[-1][1] + 6)):
             bands[-1][1] = max(bands[-1][1], item.y1)
+            small[-1] = small[-1] and item.size < 8
         else:
             bands.append([item.y0, item.y1])
+            small.append(item.size < 8)
     return bands
 
 
@@ -184,6 +188,8 @@ AMS_DISPLAYS = [      # tex/amsdisplays.tex, in order
     r"W\overset{\operatorname{def}}{=}2-W^{3}",
     r"A\xrightarrow{f}B",
     r"a+b=c",
+    r"\underbrace{x_{1}+\cdots+x_{n}}_{n}=E",
+    r"\overbrace{a+b+c}^{3}=d",
 ]
 
 
@@ -192,7 +198,8 @@ def test_latex_displays_with_the_big_symbol_font():
     that hangs from its origin (its box says nothing of where its overline starts), a root's
     index, nested fractions, negated relations (a slash over the relation), blackboard bold, a
     congruence, a symbol set over a relation, a labelled arrow (a long arrow is "-" run into
-    "->"), a box (its frame's top and bottom are no fraction bars)."""
+    "->"), a box (its frame's top and bottom are no fraction bars), horizontal braces (pieces of the
+    big-symbol font with rules between them, which are no fraction bars either)."""
     from pathlib import Path
 
     page = pymupdf.open(Path(__file__).parent / "tex" / "amsdisplays.pdf")[0]

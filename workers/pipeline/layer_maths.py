@@ -59,7 +59,8 @@ class LayerMaths:
                 regions[k] = replace(region, blocks=blocks)
             elif region.task == "text" and region.blocks:
                 blocks = tuple(_with_inline_maths(out, region, maths)
-                               for block in region.blocks for out in _with_displays(block, region, maths))
+                               for block in _maths_runs_joined(region, maths)
+                               for out in _with_displays(block, region, maths))
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
@@ -257,6 +258,41 @@ def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[
                 owner = [owner[near] if o is not None and o == moved and moved is not None else o for o in owner]
                 owner[r] = owner[near]
     return owner
+
+
+def _maths_runs_joined(region: RegionResult, maths: PageMaths) -> list[Block]:
+    """The region's blocks, with each run of neighbouring blocks that are all maths (equations,
+    and paragraphs or code of formula pieces: no more than three words of text a row) as one
+    block, so the display rules see a display the structure stage cut apart (a fraction's
+    numerator an equation, its "=" a code block, its denominator another equation). Kept only
+    where it gives a display: otherwise the blocks stay as they were."""
+    def is_maths(block: Block) -> bool:
+        if block.type is BlockType.EQUATION:
+            return True
+        if block.type not in (BlockType.PARAGRAPH, BlockType.CODE) or not block.lines:
+            return False
+        rows = region_rows([region.lines[i] for i in block.lines if i < len(region.lines)])
+        return bool(rows) and all(maths.is_formula_fragment_row(_union(row.boxes)) for row in rows)
+
+    out: list[Block] = []
+    run: list[Block] = []
+    for block in [*region.blocks, None]:
+        if block is not None and is_maths(block):
+            run.append(block)
+            continue
+        if len(run) > 1:
+            joined = Block(BlockType.PARAGRAPH, join_lines([b.text for b in run]),
+                           tuple(i for b in run for i in b.lines))
+            pieces = _with_displays(joined, region, maths)
+            displays = [piece for piece in pieces if piece.type is BlockType.EQUATION]
+            if displays and all(piece.type is BlockType.EQUATION for piece in pieces) and len(displays) < len(run):
+                out.append(joined)
+                run = []
+        out.extend(run)
+        run = []
+        if block is not None:
+            out.append(block)
+    return out
 
 
 def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> Block:
