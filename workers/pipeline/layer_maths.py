@@ -69,14 +69,16 @@ class LayerMaths:
 def _prose_and_displays(region: RegionResult, maths: PageMaths) -> bool:
     """Whether a region the layout took for a table or a figure is sentences and displayed formulas:
     a page of short lines each followed by a centred display lines up like columns. Two displays and two
-    rows of prose at least, every row one or the other (or a piece of a display), no table rule."""
+    rows of prose at least, every other row a piece of a display or three words at most (a cases
+    row's "otherwise"), no table rule."""
     if not region.lines or maths.has_wide_rule(region.bbox):
         return False
     boxes = [_union(row.boxes) for row in region_rows(_top_down(region.lines))]
     display = [_is_display(box, region.bbox, maths) for box in boxes]
     prose = [not shown and maths.is_prose_row(box) for box, shown in zip(boxes, display)]
     return sum(display) >= 2 and sum(prose) >= 2 and all(
-        d or p or maths.is_formula_part_row(box) for box, d, p in zip(boxes, display, prose))
+        d or p or maths.is_formula_part_row(box) or maths.words_of_text(box) <= 3   # a cases row's "otherwise"
+        for box, d, p in zip(boxes, display, prose))
 
 
 def _top_down(lines) -> tuple:
