@@ -11,7 +11,7 @@ overlines and wide hats, text in a display, multi-line `align*`), as displays (`
 `equation`) and inline in sentences. The kinds are textbook LaTeX written for this script, not
 taken from any page of the real-page or fact sets (those keep their own maths facts). pdflatex
 (Debian `texlive-latex-base`, with amsmath; `--install` installs it) typesets them into a PDF
-of a few pages; `ocrserve run PDF --formats md` reads it with every option at its default
+of a few pages; `ocrserve run PDF --formats md,json` reads it with every option at its default
 (the text layer `auto`, so formulas are rebuilt from the layer's glyphs and rules:
 `vision.layer_math`); each formula is then scored on its page's Markdown as `bench/facts` scores
 a math fact (`math_render.check_math`: equal after normalisation, or a KaTeX render that matches
@@ -286,7 +286,7 @@ def typeset(items: list[dict], work: Path) -> Path:
 def run_ocrserve(pdf: Path, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     command = [str(Path(sys.executable).parent / "ocrserve"), "run", str(pdf), "--out", str(out),
-               "--formats", "md", "--force", "--quiet"]
+               "--formats", "md,json", "--force", "--quiet"]
     started = time.perf_counter()
     with open(out / "run.log", "w") as log:
         code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
@@ -346,6 +346,9 @@ def main() -> int:
         pdf = typeset(items, work)
         timing = run_ocrserve(pdf, work / "out")
     markdown = (work / "out" / "formulas.md").read_text()
+    notes = [page.get("text_layer") or "" for document in json.loads((work / "out" / "formulas.json").read_text())
+             ["documents"] for page in document["pages"]]
+    layer_used = sum(note.startswith("text layer used") for note in notes)
     pages = page_markdown(markdown)
     renderer = KatexRenderer(work / "katex")
     try:
@@ -358,14 +361,16 @@ def main() -> int:
     for kind, modes in summary["by_kind"].items():
         cells = [f"{modes[m][0]}/{modes[m][1]}" if m in modes else "-" for m in ("display", "inline")]
         print(f"{kind:<14} {cells[0]:>9} {cells[1]:>9}")
-    print(f"all: {summary['passed']}/{summary['formulas']} ({summary['share']:.0%})  {timing}")
+    print(f"all: {summary['passed']}/{summary['formulas']} ({summary['share']:.0%}); the text layer used on "
+          f"{layer_used} of {len(notes)} pages  {timing}")
     failed = [row for row in rows if not row["passed"]]
     for row in failed[: args.failures]:
         k = int(row["id"][1:4])
         written = candidates(pages[k // PER_PAGE]) if k // PER_PAGE < len(pages) else []
         print(f"FAIL {row['id']} {row['kind']}/{row['mode']}: {row['reference']}\n   page's formulas: {written}")
     if args.out:
-        args.out.write_text(json.dumps({"summary": summary, "timing": timing, "rows": rows,
+        args.out.write_text(json.dumps({"summary": summary, "timing": timing, "layer_used_pages": layer_used,
+                                        "pages": len(notes), "rows": rows,
                                         "kinds": Counter(row["kind"] for row in rows)}, indent=1))
     return 0
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 import os
 import time
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from vision.limits import (POINTS_PER_INCH, CorruptDocumentError, DocumentTooLar
                            EncryptedPDFError, InputError, UnsupportedFormatError, VisionLimits)
 from vision.pages import parse_page_selection
 from vision.photo import PageGeometry, straighten_photo
-from vision.text_normal import normalise_text
+from vision.text_normal import is_unmapped, normalise_text
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 PDF_EOF_MARKER = b"%%EOF"
@@ -320,35 +319,38 @@ def _with_big_symbols(page: pymupdf.Page, words: list[tuple], flags: int) -> lis
     """`words` with the glyphs of TeX's big-symbol fonts (cmex: sums, integrals, radicals, tall
     brackets) as the characters they stand for. pdfTeX maps them to no Unicode, so they come out
     as raw codes ("\\x12" for a tall parenthesis, "X" for a display sum): read as such, a page of
-    formulas looks like a layer of glyph numbers and is recognised from its pixels instead."""
+    formulas looks like a layer of glyph numbers and is recognised from its pixels instead.
+    Only the words holding such a glyph are looked at again."""
     if not any(is_big_symbol_font(font[3]) for font in page.get_fonts()):
         return words
-    chars = []     # (centre x, centre y, char, font) in extraction order
+    chars = []     # (centre x, centre y, char, its text when a big symbol else None), in extraction order
     # with the raw codes of the characters a font maps to no Unicode, as `vision.layer_math` reads them
     for block in page.get_text("rawdict", flags=flags | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE).get("blocks", []):
         for line in block.get("lines", []):
             for span in line["spans"]:
                 for char in span["chars"]:
-                    if not char["c"].isspace() or big_symbol_text(char["c"], span["font"]) is not None:
+                    symbol = big_symbol_text(char["c"], span["font"])
+                    if not char["c"].isspace() or symbol is not None:
                         x0, y0, x1, y1 = char["bbox"]
-                        chars.append(((x0 + x1) / 2, (y0 + y1) / 2, char["c"], span["font"]))
-    if not any(big_symbol_text(c, font) is not None for _, _, c, font in chars):
+                        chars.append(((x0 + x1) / 2, (y0 + y1) / 2, char["c"], symbol))
+
+    def inside(word: tuple, cx: float, cy: float) -> bool:
+        return word[0] <= cx <= word[2] and word[1] <= cy <= word[3]
+
+    holding = {k for cx, cy, _, symbol in chars if symbol is not None
+               for k, word in enumerate(words) if inside(word, cx, cy)}
+    if not holding:
         return words
     out = []
-    for x0, y0, x1, y1, text, *numbers in words:
-        inside = [(c, font) for cx, cy, c, font in chars if x0 <= cx <= x1 and y0 <= cy <= y1]
-        symbols = [big_symbol_text(c, font) for c, font in inside]
-        if any(symbol is not None for symbol in symbols):
+    for k, (x0, y0, x1, y1, text, *numbers) in enumerate(words):
+        if k in holding:
+            symbols = [symbol for cx, cy, _, symbol in chars if inside(words[k], cx, cy)]
             letters = [c for c in text if not c.isspace()]
-            if len(letters) == len(inside):
+            if len(letters) == len(symbols):
                 text = "".join(c if symbol is None else symbol for c, symbol in zip(letters, symbols))
             else:   # the word holds characters the rawdict split otherwise: replace its unreadable ones
                 pending = iter([symbol for symbol in symbols if symbol is not None])
-                text = "".join(next(pending, c) if _unreadable(c) else c for c in text)
+                text = "".join(next(pending, c) if is_unmapped(c) else c for c in text)
         if text.strip():
             out.append((x0, y0, x1, y1, text, *numbers))
     return out
-
-
-def _unreadable(char: str) -> bool:
-    return char == "\ufffd" or unicodedata.category(char) in ("Co", "Cc", "Cs", "Cn")

@@ -30,7 +30,7 @@ import pymupdf
 
 # the pieces a horizontal brace (\underbrace, \overbrace) is set from, with rules between them
 _BRACE_PIECE = "\u23b4piece"
-_UNDERBRACE_START, _OVERBRACE_START = "\x7c", "\x7a"    # the left end: tips up (under), tips down (over)
+_UNDERBRACE_START = "\x7c"    # an underbrace's left end (an overbrace starts with 0x7A)
 
 # TeX's OMX encoding (cmex10 and the fonts that copy it: txex, pxex, ...): code -> symbol
 _OMX = {
@@ -114,7 +114,7 @@ _UNICODE = {
 _BIG_UNICODE = {**{latex: char for char, latex in _UNICODE.items() if len(char) == 1},
                 "(": "(", ")": ")", "[": "[", "]": "]", "|": "|", "/": "/", "√": "√", r"\{": "{", r"\}": "}",
                 r"\bigsqcup": "⨆", r"\bigodot": "⨀", r"\bigoplus": "⨁", r"\bigotimes": "⨂", r"\biguplus": "⨄",
-                r"\bigwedge": "⋀", r"\bigvee": "⋁", r"\widehat{}": "^", r"\widetilde{}": "~", "": ""}
+                r"\bigwedge": "⋀", r"\bigvee": "⋁", r"\widehat{}": "^", r"\widetilde{}": "~", _BRACE_PIECE: ""}
 
 
 def is_big_symbol_font(font: str) -> bool:
@@ -134,7 +134,7 @@ def big_symbol_text(char: str, font: str) -> str | None:
         latex = _PIECES[char]
     else:
         return None
-    return None if latex is None else _BIG_UNICODE.get(latex, "" if latex == _BRACE_PIECE else None)
+    return None if latex is None else _BIG_UNICODE.get(latex)
 
 
 _LIMIT_OPERATORS = {r"\sum", r"\prod", r"\coprod", r"\bigcup", r"\bigcap", r"\bigoplus", r"\bigotimes",
@@ -239,8 +239,7 @@ class PageMaths:
             return None
         clip = pymupdf.Rect(min([clip.x0] + [it.x0 for it in items]), clip.y0, max([clip.x1] + [it.x1 for it in items]),
                             clip.y1)
-        rules = [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
-        rows = build_rows(items, rules)
+        rows = build_rows(items, self._rules_in(clip))
         if rows is None:
             return None
         back = ~self.to_page
@@ -249,6 +248,9 @@ class PageMaths:
             rect = pymupdf.Rect(clip.x0, row.top, clip.x1, row.bottom) * back
             placed.append(replace(row, top=rect.y0, bottom=rect.y1))
         return placed
+
+    def _rules_in(self, clip: pymupdf.Rect) -> list[Rule]:
+        return [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
 
     def _touching(self, items: list[Item], clip: pymupdf.Rect) -> list[Item]:
         """`items` and the glyphs just outside the box that run on from them along their line (a
@@ -299,9 +301,8 @@ class PageMaths:
         return is_formula_fragment(self._inside(self._clip(bbox)))
 
     def words_of_text(self, bbox) -> int:
-        """How many words of upright text (of two letters or more, operator names aside) lie under `bbox`."""
-        return len([word for word in _upright_words(self._inside(self._clip(bbox)))
-                    if len(word) > 1 and word not in _OPERATOR_NAMES])
+        """How many words of text (`_text_words`) lie under `bbox`."""
+        return len(_text_words(self._inside(self._clip(bbox))))
 
     def rule_between(self, upper, lower) -> bool:
         """Whether a rule (a fraction's bar) lies between two boxes one above the other, under both."""
@@ -327,8 +328,7 @@ class PageMaths:
         clip = self._clip(bbox)
         inner = pymupdf.Rect(clip.x0, clip.y0 + 1.5, clip.x1, clip.y1 - 1.5)
         # a root's overline runs along the top of the line: rules are looked for in the whole box
-        rules = [r for r in self.rules if clip.x0 - 1 <= r.x0 and r.x1 <= clip.x1 + 1 and clip.y0 <= r.y <= clip.y1]
-        return inline_markdown(self._inside(inner), rules)
+        return inline_markdown(self._inside(inner), self._rules_in(clip))
 
 
 def formula_rows(page: pymupdf.Page, clip: pymupdf.Rect) -> list[FormulaRow] | None:
@@ -360,9 +360,7 @@ def is_formula_part(items: list[Item]) -> bool:
     """Whether a row of glyphs can be a piece of a display set around it (a sum's limits, a
     matrix's row, a numerator a detector boxed apart): maths glyphs, digits and symbols, and no
     word of upright text but operator names; no typewriter glyph."""
-    if not items or any(it.typewriter for it in items):
-        return False
-    return not any(len(word) > 1 and word not in _OPERATOR_NAMES for word in _upright_words(items))
+    return bool(items) and not any(it.typewriter for it in items) and not _text_words(items)
 
 
 def _upright_words(items: list[Item]) -> list[str]:
@@ -376,6 +374,11 @@ def _upright_words(items: list[Item]) -> list[str]:
     return [word for line in lines for word in _prose(line).split()]
 
 
+def _text_words(items: list[Item]) -> list[str]:
+    """The upright words of two letters or more that are no operator's name ("sin", "det"): text."""
+    return [word for word in _upright_words(items) if len(word) > 1 and word not in _OPERATOR_NAMES]
+
+
 def is_formula_fragment(items: list[Item]) -> bool:
     """Whether glyphs can be a piece of a display the layout cut apart: a formula part, or maths
     glyphs with at most three words of text beside them (the "if" and "otherwise" of cases)."""
@@ -383,7 +386,7 @@ def is_formula_fragment(items: list[Item]) -> bool:
         return True
     if not items or any(it.typewriter for it in items) or not any(it.maths_font for it in items):
         return False
-    return len([word for word in _upright_words(items) if len(word) > 1 and word not in _OPERATOR_NAMES]) <= 3
+    return len(_text_words(items)) <= 3
 
 
 def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
@@ -1138,15 +1141,30 @@ def _row_latex(items: list[Item]) -> str:
 
 
 def _negations(items: list[Item]) -> list[Item]:
-    """A slash set over a relation (amssymb's \\notin is an "∈" with a "/" over it) negates it."""
+    """A slash set over a relation negates it: TeX's `\\not` glyph before the relation (`\\neq`),
+    or a "/" after it (amssymb's `\\notin` is an "∈" with a "/" over it)."""
     out: list[Item] = []
     for item in items:
-        if out and item.latex in ("/", r"\not") and out[-1].latex in _NEGATED and \
-                min(item.x1, out[-1].x1) - max(item.x0, out[-1].x0) > 0.5 * min(item.x1 - item.x0, out[-1].x1 - out[-1].x0):
-            out[-1] = replace(out[-1], latex=_NEGATED[out[-1].latex])
+        if out and _over(out[-1], item):
+            slash, relation = (item, out[-1]) if item.latex in _SLASHES else (out[-1], item)
+            out[-1] = replace(relation, latex=_NEGATED[relation.latex], x0=min(slash.x0, relation.x0),
+                              x1=max(slash.x1, relation.x1))
             continue
         out.append(item)
     return out
+
+
+_SLASHES = ("/", r"\not")
+
+
+def _over(a: Item, b: Item) -> bool:
+    """Whether one of two neighbouring items (`a` first) is a slash set over the other, a relation:
+    their boxes overlap, or `a` is TeX's `\\not`, a glyph of no width that prints over what follows."""
+    if a.latex == r"\not" and b.latex in _NEGATED and a.x1 - a.x0 < 0.1 * a.size:
+        return b.x0 - a.x1 < 0.5 * a.size
+    if not ((a.latex in _SLASHES and b.latex in _NEGATED) or (b.latex in _SLASHES and a.latex in _NEGATED)):
+        return False
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 * min(a.x1 - a.x0, b.x1 - b.x0)
 
 
 def _text_run(pieces: list[tuple[Item, list[Item], list[Item]]], k: int, size: float) -> tuple[str, int] | None:
@@ -1203,11 +1221,7 @@ def _joined(parts: list[str]) -> str:
 
 def _concatenated(parts: list[str]) -> str:
     out = ""
-    for k, part in enumerate(parts):
-        following = next((later for later in parts[k + 1:] if later), None)
-        if part == r"\not" and following in _NEGATED:
-            parts[parts.index(following, k + 1)] = _NEGATED[following]   # TeX's \not: a slash over the next symbol
-            continue
+    for part in parts:
         if out and re.search(r"\\[A-Za-z]+$", out) and part[:1].isalnum():
             out += " "
         out += part

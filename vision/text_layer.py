@@ -48,7 +48,6 @@ read (a lone "+" or "}" of a code listing is kept).
 """
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -61,6 +60,7 @@ from vision.line_assignment import group_lines
 from vision.lines import TextLine
 from vision.page_analysis import LayoutBlock, PageLayout
 from vision.reading_order import PageRole, order_lines, order_regions
+from vision.text_normal import is_unmapped
 
 MAX_UNMAPPED_SHARE = 0.02   # of characters: a few symbol-font bullets pass, a font without ToUnicode does not
 MAX_UNSEEN_SHARE = 0.5      # of characters unseen: "mostly" an OCR layer over a scan, or hidden text
@@ -316,8 +316,8 @@ def _characters(text: str) -> str:
 
 
 def _unmapped(text: str) -> int:
-    """Characters that stand for no real one: U+FFFD, private use, control, unassigned."""
-    return sum(ch == "\ufffd" or unicodedata.category(ch) in ("Co", "Cc", "Cs", "Cn") for ch in _characters(text))
+    """Characters that stand for no real one (`text_normal.is_unmapped`)."""
+    return sum(is_unmapped(ch) for ch in _characters(text))
 
 
 def _is_leader(text: str) -> bool:

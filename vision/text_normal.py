@@ -35,6 +35,12 @@ _NUMERIC = r"(?:\d|[.,]\d)"
 _DIGIT_O = re.compile(rf"(?<=\d)O|O(?={_NUMERIC})|(?<=\d[.,])O|(?<=\d)o(?={_NUMERIC})|(?<=\d[.,])o(?=\d)")
 
 
+def is_unmapped(char: str) -> bool:
+    """A character that stands for no real one: U+FFFD, private use, control, unassigned (what a
+    text layer gives for a glyph its font maps to no Unicode)."""
+    return char == "\ufffd" or unicodedata.category(char) in ("Co", "Cc", "Cs", "Cn")
+
+
 def _compose(match: re.Match) -> str:
     return match.group(2) + SPACING_ACCENTS[match.group(1)]
 

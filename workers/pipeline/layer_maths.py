@@ -58,9 +58,7 @@ class LayerMaths:
                                for block in region.blocks for out in _with_displays(block, region, maths))
                 regions[k] = replace(region, blocks=blocks)
             elif region.task == "text" and region.blocks:
-                blocks = tuple(_with_inline_maths(out, region, maths)
-                               for block in _maths_runs_joined(region, maths)
-                               for out in _with_displays(block, region, maths))
+                blocks = tuple(_with_inline_maths(out, region, maths) for out in _split_at_displays(region, maths))
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
@@ -77,8 +75,7 @@ def _prose_and_displays(region: RegionResult, maths: PageMaths) -> bool:
     display = [_is_display(box, region.bbox, maths) for box in boxes]
     prose = [not shown and maths.is_prose_row(box) for box, shown in zip(boxes, display)]
     return sum(display) >= 2 and sum(prose) >= 2 and all(
-        d or p or maths.is_formula_part_row(box) or maths.words_of_text(box) <= 3   # a cases row's "otherwise"
-        for box, d, p in zip(boxes, display, prose))
+        d or p or maths.words_of_text(box) <= 3 for box, d, p in zip(boxes, display, prose))   # a cases row's "otherwise"
 
 
 def _top_down(lines) -> tuple:
@@ -240,9 +237,7 @@ def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[
         order = range(len(boxes)) if step == 1 else range(len(boxes) - 1, -1, -1)
         for r in order:
             near = r - step
-            if not 0 <= near < len(boxes) or owner[near] is None or owner[near] == r:
-                continue
-            if owner[r] == owner[near]:
+            if not 0 <= near < len(boxes) or owner[near] is None or owner[r] == owner[near]:
                 continue
             # a display row set in script size (a sum's limits "k=1") is a piece of the display beside it
             small = sizes[r] is not None and sizes[near] is not None and sizes[r] < SCRIPT_SIZE * sizes[near]
@@ -255,19 +250,19 @@ def _display_owners(display: list[bool], boxes: list, maths: PageMaths) -> list[
             whole = _union([boxes[j] for j in range(len(boxes)) if owner[j] == owner[near]])
             fraction = (owner[r] is not None or maths.is_formula_fragment_row(box)) and \
                 maths.rule_between(*((whole, box) if step == 1 else (box, whole)))
-            if limits or fraction:
-                moved = owner[r]
-                owner = [owner[near] if o is not None and o == moved and moved is not None else o for o in owner]
-                owner[r] = owner[near]
+            if limits or fraction:     # the row, and any rows it owned, join the display
+                moved, into = owner[r], owner[near]
+                owner = [into if j == r or (moved is not None and o == moved) else o for j, o in enumerate(owner)]
     return owner
 
 
-def _maths_runs_joined(region: RegionResult, maths: PageMaths) -> list[Block]:
-    """The region's blocks, with each run of neighbouring blocks that are all maths (equations,
-    and paragraphs or code of formula pieces: no more than three words of text a row) as one
-    block, so the display rules see a display the structure stage cut apart (a fraction's
-    numerator an equation, its "=" a code block, its denominator another equation). Kept only
-    where it gives a display: otherwise the blocks stay as they were."""
+def _split_at_displays(region: RegionResult, maths: PageMaths) -> list[Block]:
+    """The region's blocks, each split around its displays (`_with_displays`). A run of
+    neighbouring blocks that are all maths (equations, and paragraphs or code of formula pieces:
+    no more than three words of text a row) is split as one block, so the display rules see a
+    display the structure stage cut apart (a fraction's numerator an equation, its "=" a code
+    block, its denominator another equation); that is kept only where it gives fewer pieces, all
+    of them displays."""
     def is_maths(block: Block) -> bool:
         if block.type is BlockType.EQUATION:
             return True
@@ -286,14 +281,13 @@ def _maths_runs_joined(region: RegionResult, maths: PageMaths) -> list[Block]:
             joined = Block(BlockType.PARAGRAPH, join_lines([b.text for b in run]),
                            tuple(i for b in run for i in b.lines))
             pieces = _with_displays(joined, region, maths)
-            displays = [piece for piece in pieces if piece.type is BlockType.EQUATION]
-            if displays and all(piece.type is BlockType.EQUATION for piece in pieces) and len(displays) < len(run):
-                out.append(joined)
+            if all(piece.type is BlockType.EQUATION for piece in pieces) and len(pieces) < len(run):
+                out.extend(pieces)
                 run = []
-        out.extend(run)
+        out.extend(piece for b in run for piece in _with_displays(b, region, maths))
         run = []
         if block is not None:
-            out.append(block)
+            out.extend(_with_displays(block, region, maths))
     return out
 
 
