@@ -420,7 +420,9 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
                                                    or item.baseline - baseline > SUB_SHIFT * size) \
             and not (item.kind == "upright" and item.char.isupper())
 
-    for word in words:
+    for w, word in enumerate(words):
+        if w == 0 and all(script(items[j]) and not items[j].char.isalpha() for j in word):
+            continue   # raised small digits opening the line, with no base: a list's or a note's mark
         letters = [items[j] for j in word if items[j].char.isalpha()]
         on_line = [it for it in letters if not script(it)]
         # a word with a maths glyph in it ("δr0") is maths whole, and so is one of a letter or two

@@ -32,8 +32,15 @@ from the layer when it holds words and every one is trusted — in rows top to
 bottom (a detected line may span two printed ones), each left to right. A line
 holding no word whose box is mostly covered by words other lines hold (the
 detector boxed part of a word again) takes nothing: its ink is read already,
-and recognising it would invent text. Any other line is recognised on its own,
-as is a region read whole that holds no words or an untrusted one.
+and recognising it would invent text. So does a line holding no word that lies
+over no raster picture (under `MIN_PICTURE_SHARE` of its box): the layer
+spells every glyph the page's fonts set, so such ink is drawn (a bullet, a
+navigation symbol, an icon, the rare outlined lettering) and recognising it
+invented `0000` from a slide's navigation dots; such lines count as read in
+the coverage check unless they are over `MAX_DRAWN_SHARE` of the lines' area
+(then the page's lettering is outlines, and it is recognised). Any other line (untrusted
+words, or text in a picture) is recognised on its own, as is a region read
+whole that holds no words or an untrusted one.
 
 Nothing the layer shows is dropped on a page that passes. Trusted words in no
 detected line (the detector merged two lines, or missed a page number) become
@@ -48,6 +55,7 @@ read (a lone "+" or "}" of a code listing is kept).
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -74,6 +82,11 @@ RUN_GAP_HEIGHTS = 2.0       # a gap wider than this many word heights splits a r
 # of a wordless line's box covered by words other lines hold: a second box over ink already read
 # (the detector boxed part of a word again), left empty instead of recognised into invented text
 READ_ELSEWHERE_SHARE = 0.5
+# of a wordless line's box inside raster pictures, below which its ink is the page's own drawing
+# (rules, navigation symbols, bullets, icons): left empty instead of recognised into invented text
+MIN_PICTURE_SHARE = 0.5
+# of the detected lines' area: drawn lines beyond it are lettering set as outlines, not decoration
+MAX_DRAWN_SHARE = 0.2
 
 
 class TextLayerMode(StrEnum):
@@ -112,6 +125,7 @@ class TextLayer:
     """A page's text layer with the checks that need no layout (characters, painting)."""
     words: tuple[LayerWord, ...]
     verdict: TextLayerVerdict
+    pictures: tuple[Box, ...] = ()   # the raster images the page paints: the only ink a layer may not spell
 
 
 @dataclass(frozen=True)
@@ -160,7 +174,8 @@ def read_text_layer(document: Document, page: RenderedPage) -> TextLayer:
             False, f"{sum(unseen.values()) / num_chars:.0%} of its text is not seen as it reads, mostly {what}; "
                    "such text need not say what the page shows"))
     return TextLayer(layer, TextLayerVerdict(True, f"{sum(w.trusted for w in layer)} of its {len(words)} words "
-                                                  "are mapped and visible"))
+                                                  "are mapped and visible"),
+                     tuple(image.bbox for image in images))
 
 
 @dataclass
@@ -200,18 +215,30 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
     # a line holding no word over words other lines hold: the detector boxed part of a word again
     elsewhere = [not words and _covered_share(box, trusted_boxes) >= READ_ELSEWHERE_SHARE
                  for box, words in zip(line_boxes, line_words)]
+    # A line holding no word and lying over no picture is ink the page drew, not text it set:
+    # the layer spells every glyph the page's fonts set, so what it does not spell is a rule, a
+    # bullet, a navigation symbol or an icon (outlined lettering too, the rare loss).
+    picture_boxes = np.array(layer.pictures, dtype=np.float64).reshape(-1, 4)
+    drawn = [not words and not again and _covered_share(box, picture_boxes) < MIN_PICTURE_SHARE
+             for box, words, again in zip(line_boxes, line_words, elsewhere)]
     area = float(sum(_area(box) for box in line_boxes))
-    covered = float(sum(_area(box) for box, words, again in zip(line_boxes, line_words, elsewhere)
-                        if _all_trusted(words) or again))
+    drawn_area = float(sum(_area(box) for box, is_drawn in zip(line_boxes, drawn) if is_drawn))
+    if area > 0 and drawn_area > MAX_DRAWN_SHARE * area:
+        # that much drawn "text" is lettering set as outlines (a stamped layer over it says
+        # little of the page): those lines count against the layer and are recognised
+        drawn = [False] * len(drawn)
+    empty = list(map(operator.or_, elsewhere, drawn))   # lines with no text of their own
+    covered = float(sum(_area(box) for box, words, no_text in zip(line_boxes, line_words, empty)
+                        if _all_trusted(words) or no_text))
     coverage = covered / area if area > 0 else 1.0
     if coverage < MIN_LINE_COVERAGE:
         return _nothing_taken(TextLayerVerdict(
             False, f"only {coverage:.0%} of the detected text lines (by area) hold words of it "
                    "(text in pictures, or a layer that is not the page)"), blocks)
-    for (b, i), words, again in zip(lines, line_words, elsewhere):
-        # a line over words another line holds has no ink of its own to read: it takes nothing
-        entries[b].line_texts[i] = "" if again else _line_text(words) if _all_trusted(words) else None
-    read_elsewhere = sum(elsewhere)
+    for (b, i), words, no_text in zip(lines, line_words, empty):
+        # a line over words another line holds, or over a drawing, takes nothing
+        entries[b].line_texts[i] = "" if no_text else _line_text(words) if _all_trusted(words) else None
+    read_elsewhere, num_drawn = sum(elsewhere), sum(drawn)
 
     runs = _runs(missed)
     entries, added_regions = _place_missed(entries, runs, line_boxes, lines, layout.height)
@@ -224,6 +251,8 @@ def match_text_layer(layer: TextLayer, layout: PageLayout) -> LayerMatch:
     notes += f"; {to_read} line{'s' * (to_read != 1)} without trusted words recognised" if to_read else ""
     notes += (f"; {read_elsewhere} line{'s' * (read_elsewhere != 1)} inside words other lines hold left empty"
               if read_elsewhere else "")
+    notes += (f"; {num_drawn} line{'s' * (num_drawn != 1)} over drawings, not text, left empty"
+              if num_drawn else "")
     verdict = TextLayerVerdict(True, f"{num_trusted} of its {len(layer.words)} words are mapped and visible, and "
                                      f"fill {coverage:.0%} of the detected text lines (by area){notes}")
     return LayerMatch(verdict, tuple(e.block for e in entries), texts)

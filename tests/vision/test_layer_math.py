@@ -116,6 +116,15 @@ def test_a_footnote_mark_and_a_logo_s_raised_letter_are_not_maths_words():
     assert line is not None and "numeric$^{1}$" in line and "$^{\\mathrm{A}}$" not in line, line
 
 
+def test_raised_digits_opening_a_line_are_a_lists_mark_not_a_script():
+    """A slide's numbered list sets each item's number small in a ball, above the text's
+    baseline: with no base before it, it is the item's number, not `$^{1}$`. A script after a
+    base on the same line still is one."""
+    assert _inline([("1", SERIF, 7, 2.5), ("  Bury twelve probes at three depths.", SERIF, 10, 0)]) is None
+    line = _inline([("2", SERIF, 7, 2.5), ("  Square ", SERIF, 10, 0), ("x", ITALIC, 10, 0), ("2", SERIF, 7, 3.6)])
+    assert line == "2 Square $x^{2}$", line
+
+
 def _bands(maths: PageMaths) -> list[list[float]]:
     """The page's displays, one per band of glyphs (a gap of 4 points between bands); a band of
     small glyphs alone (an overbrace's label) joins the band under it."""

@@ -169,8 +169,8 @@ def _layout(*blocks: tuple[str, tuple[float, float, float, float], list[tuple[in
         for i, (label, box, lines) in enumerate(blocks)), StageTimings())
 
 
-def _usable(*words: LayerWord) -> TextLayer:
-    return TextLayer(words, TextLayerVerdict(True, "checked"))
+def _usable(*words: LayerWord, pictures: tuple[tuple[float, float, float, float], ...] = ()) -> TextLayer:
+    return TextLayer(words, TextLayerVerdict(True, "checked"), pictures)
 
 
 def test_each_word_goes_to_the_line_overlapping_it_most_and_lines_read_in_rows():
@@ -186,13 +186,13 @@ def test_each_word_goes_to_the_line_overlapping_it_most_and_lines_read_in_rows()
     assert [w.text for w in match.texts[0].words] == ["world", "Hello", "below", "upper", "right", "tall"]
 
 
-def test_a_line_with_an_untrusted_word_is_recognised_and_so_is_a_line_with_none():
+def test_a_line_with_an_untrusted_word_is_recognised_and_so_is_a_line_with_none_over_a_picture():
     layout = _layout(("text", (100, 100, 900, 400), [(100, 100, 900, 130), (100, 140, 900, 170),
                                                    (100, 180, 900, 210)] + [(100, 220 + 40 * i, 900, 250 + 40 * i)
                                                                             for i in range(20)]))
     words = [_word("seen", (100, 102, 200, 128)), _word("hidden", (100, 142, 200, 168), seen="invisible")]
     words += [_word(f"w{i}", (100, 222 + 40 * i, 300, 248 + 40 * i), line_no=5 + i) for i in range(20)]
-    match = match_text_layer(_usable(*words), layout)
+    match = match_text_layer(_usable(*words, pictures=((90, 175, 910, 215),)), layout)
     assert match.verdict.usable
     assert match.texts[0].lines[:3] == ("seen", None, None)
     assert match.texts[0].words is None, "read whole, the block would need recognising"
@@ -202,13 +202,13 @@ def test_a_second_box_over_words_another_line_holds_is_left_empty_not_recognised
     """The line detector sometimes boxes a piece of a word again (on refcard-a4 p1 two such boxes
     inside "surround optional" were recognised as "dd" and "pti"): the words went to the line that
     overlaps them most, and the second box has its ink read already. A wordless line over no
-    word of the layer (a picture's text, an outlined logo) is still recognised."""
+    word of the layer and over a picture (a picture's text) is still recognised."""
     layout = _layout(("text", (100, 100, 900, 1200), [(100, 100, 900, 130), (210, 104, 260, 128),
                                                     (100, 1160, 140, 1190)] + [(100, 200 + 40 * i, 900, 230 + 40 * i)
                                                                                for i in range(20)]))
     words = [_word("surround", (100, 102, 300, 129)), _word("optional", (320, 102, 500, 129), word_no=1)]
     words += [_word(f"w{i}", (100, 202 + 40 * i, 300, 228 + 40 * i), line_no=5 + i) for i in range(20)]
-    match = match_text_layer(_usable(*words), layout)
+    match = match_text_layer(_usable(*words, pictures=((80, 1150, 160, 1200),)), layout)
     assert match.verdict.usable
     assert match.texts[0].lines[:3] == ("surround optional", "", None)
     assert "1 line inside words other lines hold left empty" in match.verdict.reason
@@ -266,7 +266,51 @@ def test_an_area_with_no_word_of_a_usable_layer_and_no_line_takes_nothing_instea
                      ("table", (100, 1000, 900, 1200), []),                          # no line, no word
                      ("table", (100, 1300, 900, 1400), [(100, 1310, 300, 1340)]))    # a line, no word: an image?
     words = [_word(f"w{i}", (100, 102 + 40 * i, 900, 128 + 40 * i), line_no=i) for i in range(20)]
-    match = match_text_layer(_usable(*words), layout)
+    match = match_text_layer(_usable(*words, pictures=((100, 1300, 900, 1400),)), layout)
     assert match.verdict.usable
     assert match.texts[1].words == (), "nothing to read"
-    assert match.texts[2].words is None, "a detected line with no layer word is still recognised"
+    assert match.texts[2].words is None, "a detected line with no layer word, over a picture, is still recognised"
+
+
+def test_lines_over_drawings_take_nothing_unless_drawings_are_much_of_the_page():
+    """A slide's navigation dots and symbols are drawn, and a line the detector boxed over them
+    holds no layer word: recognised, they came out as `0000`, `o` and `\\ b >`. The layer spells
+    every glyph the page's fonts set, so a wordless line over no picture is left empty, and it
+    counts as read in the coverage check; when such lines are much of the lines' area, the
+    page's lettering is outlines, and the layer (a stamp over them, say) is not the page."""
+    body = [(100, 100 + 40 * i, 900, 130 + 40 * i) for i in range(20)]
+    words = [_word(f"w{i}", (100, 102 + 40 * i, 900, 128 + 40 * i), line_no=i) for i in range(20)]
+    dots = [(700, 1000, 760, 1020), (800, 1000, 860, 1020)]
+    match = match_text_layer(_usable(*words), _layout(("text", (100, 100, 900, 930), body),
+                                                      ("text", (700, 1000, 860, 1020), dots)))
+    assert match.verdict.usable, "the dots are not text the layer lacks"
+    assert match.texts[1].lines == ("", "")
+    assert "2 lines over drawings, not text, left empty" in match.verdict.reason
+
+    outlined = [(100, 1000 + 40 * i, 900, 1030 + 40 * i) for i in range(8)]   # 8 of 28 lines: 29% of the area
+    match = match_text_layer(_usable(*words), _layout(("text", (100, 100, 900, 930), body),
+                                                      ("text", (100, 1000, 900, 1330), outlined)))
+    assert not match.verdict.usable and "hold words of it" in match.verdict.reason
+
+
+def test_a_slides_navigation_symbols_are_not_read_into_its_text():
+    """On a real page: section names with a row of small circles under each (a beamer theme's
+    mini-frames) and a row of drawn symbols, beside set text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=W, height=H)
+    for i, line in enumerate(["Capacitive probes were compared in several", "field trials, with mixed results, and the",
+                              "cheapest held up as well as the dearest."]):
+        page.insert_text((72, 200 + 24 * i), line, fontname="helv", fontsize=16)
+    for x, name in ((72, "Introduction"), (250, "Method"), (400, "Results")):
+        page.insert_text((x, 60), name, fontname="helv", fontsize=9)
+        for k in range(4):
+            page.draw_circle((x + 3 + 8 * k, 72), 2.5, color=(0, 0, 0), width=0.6)
+    for k in range(6):   # navigation symbols: little triangles and bars at the foot
+        x = 380 + 22 * k
+        page.draw_polyline([(x, 760), (x + 6, 756), (x + 6, 764), (x, 760)], color=(0, 0, 0), fill=(0, 0, 0))
+        page.draw_line((x + 9, 755), (x + 9, 765), color=(0, 0, 0), width=1)
+    layer, match = _checked(doc.tobytes())
+    assert match.verdict.usable, match.verdict.reason
+    texts = [t for block in match.texts for t in (block.lines or ()) if t]
+    assert set(" ".join(texts).split()) <= set(w.word.text for w in layer.words), texts
+    assert "over drawings, not text, left empty" in match.verdict.reason
