@@ -10,7 +10,8 @@ Normalisation (`normalise`), in this order:
 4. Markdown table syntax dropped: a separator row (only `|`, `:`, `-` and spaces) goes, and the
    unescaped pipes of a line that starts and ends with `|` become spaces (`\|` becomes `|`);
    a text layer has no such lines;
-5. a word hyphenated at a line end joined back: a letter, `-`, a line break, a lowercase letter;
+5. a word hyphenated at a line end joined back: a letter, a hyphen (`-` or U+2010, not an en or
+   em dash: this is done before step 2 folds dashes to `-`), a line break, a lowercase letter;
 6. dot leaders (four or more dots, single spaces allowed between them) become a space, so
    a table of contents or an index is scored on its entries, not on counting dots;
 7. whitespace collapsed to single spaces.
@@ -49,7 +50,7 @@ _DETACHED_ACCENT = re.compile(f"([{''.join(_SPACING_ACCENTS)}])([^\\W\\d_])")
 _TABLE_SEPARATOR = re.compile(r"^(?=[^\n]*\|)(?=[^\n]*-)[ \t|:-]+$", re.M)
 _TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.M)
 _PIPE = re.compile(r"(?<!\\)\|")
-_HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[a-z])")
+_HYPHEN_BREAK = re.compile(r"(?<=[^\W\d_])[-\u2010][ \t]*\n[ \t]*(?=[a-z])")
 _LEADER = re.compile(r"\.(?: ?\.){3,}")
 
 
@@ -60,11 +61,12 @@ def _printable(char: str) -> bool:
 def normalise(text: str) -> str:
     """The text as it is scored: see the module docstring, steps 1-7."""
     text = _DETACHED_ACCENT.sub(lambda match: match.group(2) + _SPACING_ACCENTS[match.group(1)], text)
-    text = unicodedata.normalize("NFKC", text).translate(_FOLD)
+    text = unicodedata.normalize("NFKC", text)
+    text = _HYPHEN_BREAK.sub("", text)   # before dashes fold to "-": an em dash ending a line joins nothing
+    text = text.translate(_FOLD)
     text = "".join(char for char in text if _printable(char))
     text = _TABLE_SEPARATOR.sub("", text)
     text = _TABLE_ROW.sub(lambda match: " " + _PIPE.sub(" ", match.group(1)).replace("\\|", "|") + " ", text)
-    text = _HYPHEN_BREAK.sub("", text)
     text = _LEADER.sub(" ", text)
     return " ".join(text.split())
 

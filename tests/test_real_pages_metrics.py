@@ -21,6 +21,9 @@ def test_normalise_folds_ligatures_quotes_dashes_and_whitespace():
 def test_normalise_joins_words_hyphenated_at_line_ends_only():
     assert normalise("interac-\ntion and well-\n  known") == "interaction and wellknown"
     assert normalise("x-\nY and 3-\nd and a-b") == "x- Y and 3- d and a-b"
+    # a dash ending a line is punctuation, not a hyphenation: the words stay two (both fold to "-")
+    assert normalise("publications\u2014\nincluding and pages 3\u2013\nfive, hy\u2010\nphen") == \
+        "publications- including and pages 3- five, hyphen"
 
 
 def test_normalise_drops_dot_leaders_but_keeps_ellipsis_and_markdown_table_syntax_goes():
