@@ -448,10 +448,17 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
             for j in range(k, end):
                 maths[j] = True
         k = max(end, k + 1)
-    for k, item in enumerate(items):   # operators and relations beside maths, and the numbers they join
-        if item.char in _OPERATORS and not maths[k]:
+    lone = {letters[0] for word in words for letters in [[j for j in word if items[j].char.isalpha()]]
+            if len(letters) == 1}   # the one letter of a word ("Γ." with its full stop)
+    changed = True
+    while changed:   # operators and relations beside maths, and a lone bold or Greek letter beside them
+        changed = False   # ("\nabla \cdot \mathbf{B} = \Gamma": a vector, a Greek capital set upright)
+        for k, item in enumerate(items):
+            if maths[k] or item.typewriter or not (item.char in _OPERATORS or (k in lone and _maths_letter(item))):
+                continue
             near = [j for j in (k - 1, k + 1) if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.6 * size]
-            maths[k] = any(maths[j] for j in near)
+            if any(maths[j] for j in near):
+                maths[k] = changed = True
     for k, item in enumerate(items):
         if maths[k] and item.char in _OPERATORS:
             for step in (1, -1):   # "= 2.05", "10 ×": a number set against an operator is the formula's
@@ -492,6 +499,11 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
     return out
 
 
+def _maths_letter(item: Item) -> bool:
+    """A letter that prose hardly sets alone: bold (a vector) or a Greek capital."""
+    return item.latex.startswith(r"\mathbf{") or (item.char.isupper() and "\u0391" <= item.char <= "\u03a9")
+
+
 def _gap(items: list[Item], k: int) -> float:
     """The gap from item k to item k + 1."""
     return items[k + 1].x0 - items[k].x1
@@ -514,7 +526,7 @@ def build_rows(items: list[Item], rules: list[Rule]) -> list[FormulaRow] | None:
     items = _with_rules(items, rules)
     items = _with_integral_limits(_with_limits(items))
     items = _with_oversets(items)
-    items = _with_arrays(items)
+    items = _sized_delimiters(_with_arrays(items))
     rows = []
     for row in _rows(items):
         if not row:
@@ -554,6 +566,7 @@ def _prose(row: list[Item]) -> str:
 def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
     items: list[Item] = []
     big_delimiters: dict[tuple[float, float, str], Item] = {}
+    symbol_font = False
     # with the raw code of a character the font maps to no Unicode (the big-symbol fonts)
     raw = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE)
     for block in raw.get("blocks", []):
@@ -562,6 +575,7 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                 continue
             for span in line["spans"]:
                 font, size = span["font"], float(span["size"])
+                symbol_font = symbol_font or bool(_SYMBOL_FONT.search(font))
                 for char in span["chars"]:
                     if char["c"] == " " and char["bbox"][2] - char["bbox"][0] < 0.4 * size:
                         continue    # a space the extraction put in a gap (in a big-symbol font 0x20 is a bracket)
@@ -579,6 +593,8 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                     if (kind == "big" and (latex in _DELIMITERS or latex in _BIG_OPERATORS) and _OMX_FONT.search(font)) \
                             or latex == "√":
                         big_delimiters[(round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"])] = items[-1]
+    if symbol_font:   # where the maths symbol font is, a `\not` may be, where the extraction misplaced it
+        items = [item for item in items if item.latex != r"\not"] + _nots(page, clip)
     if big_delimiters:
         # a big-symbol font's box is its font's ascent and descent, but a tall bracket hangs far below
         # its origin: its ink is what tells how many rows it spans (and a radical sign's, where its top is)
@@ -596,6 +612,20 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                         elif item is not None:
                             item.y0, item.y1 = min(item.y0, char["bbox"][1]), max(item.y1, char["bbox"][3])
     return _merged_pieces(items)
+
+
+def _nots(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
+    """TeX's `\\not` glyphs where the page paints them. The extraction puts this glyph of no width
+    at the end of the character before it, or drops it (after a script, "x_k^{k+1} \\neq"): the
+    painting order's trace has it where it prints, over the relation it negates."""
+    nots = []
+    for span in page.get_texttrace():
+        size = float(span["size"])
+        for ucs, _, origin, bbox in span["chars"]:
+            if ucs == 0x338 and clip.contains(pymupdf.Point(origin)):
+                nots.append(Item(r"\not", origin[0], bbox[1], origin[0], bbox[3], float(origin[1]), size, "glyph",
+                                 "\u0338", False, False, True, False))
+    return nots
 
 
 def _token(char: str, font: str) -> tuple[str, str]:
@@ -850,6 +880,35 @@ def _with_arrays(items: list[Item]) -> list[Item]:
     return items
 
 
+_CLOSING = {closing: opening for opening, closing in _OPENING.items() if opening != closing}
+_SIZES = ((1.5, r"\big"), (2.1, r"\Big"), (2.7, r"\bigg"), (float("inf"), r"\Bigg"))   # ink height in ems
+
+
+def _sized_delimiters(items: list[Item]) -> list[Item]:
+    """Tall brackets no array took: a pair at one height around what they enclose as `\\left(`
+    ... `\\right)`, which sizes them to it (and raises a script after the closing one as the page
+    does); one alone as `\\bigl(`, `\\Bigr]` ... by its ink's height."""
+    size = _main_size(items)
+    tall = sorted((it for it in items if it.kind == "big" and it.latex in _DELIMITERS and it.latex != "/"
+                   and it.y1 - it.y0 > 1.3 * size), key=lambda it: it.x0)
+    sized: dict[int, str] = {}
+    for k, left in enumerate(tall):
+        closing = _OPENING.get(left.latex)
+        if closing is None or id(left) in sized:
+            continue
+        right = next((it for it in tall[k + 1:] if it.latex == closing and id(it) not in sized
+                      and abs(it.y0 - left.y0) < 0.3 * size and abs(it.y1 - left.y1) < 0.3 * size), None)
+        if right is not None:
+            sized[id(left)], sized[id(right)] = rf"\left{left.latex}", rf"\right{right.latex}"
+    for item in tall:
+        if id(item) not in sized:
+            command = next(name for limit, name in _SIZES if (item.y1 - item.y0) / size < limit)
+            side = "l" if item.latex in _OPENING and item.latex not in ("|", r"\|") else \
+                "r" if item.latex in _CLOSING else ""
+            sized[id(item)] = f"{command}{side}{item.latex}"
+    return [replace(it, latex=sized[id(it)]) if id(it) in sized else it for it in items]
+
+
 def _cells(row: list[Item], size: float) -> list[list[Item]]:
     cells = [[row[0]]]
     for item in row[1:]:
@@ -927,13 +986,28 @@ def _with_limits(items: list[Item]) -> list[Item]:
                        op.size)
         if not upper and not lower:
             continue
-        latex = op.latex + (f"_{{{_row_latex(lower)}}}" if lower else "") + (f"^{{{_row_latex(upper)}}}" if upper else "")
+        latex = op.latex + (f"_{{{_limit_latex(lower)}}}" if lower else "") + \
+            (f"^{{{_limit_latex(upper)}}}" if upper else "")
         used = upper + lower
         built = Item(latex, min([op.x0] + [it.x0 for it in used]), min([op.y0] + [it.y0 for it in used]),
                      max([op.x1] + [it.x1 for it in used]), max([op.y1] + [it.y1 for it in used]),
                      op.baseline, op.size, "big")
         items = [it for it in items if it is not op and not any(it is u for u in used)] + [built]
     return items
+
+
+def _limit_latex(items: list[Item]) -> str:
+    """A limit's LaTeX: one row, or rows stacked under (or over) the operator as `\\substack`
+    ("0 \\le i \\le m" over "0 < j < n"), each row read on its own."""
+    rows: list[list[Item]] = []
+    for item in sorted(items, key=lambda it: it.baseline):
+        if rows and item.baseline - rows[-1][0].baseline < 0.5 * item.size:
+            rows[-1].append(item)
+        else:
+            rows.append([item])
+    if len(rows) == 1:
+        return _row_latex(items)
+    return r"\substack{" + r" \\ ".join(_row_latex(row) for row in rows) + "}"
 
 
 def _with_integral_limits(items: list[Item]) -> list[Item]:
@@ -1206,7 +1280,10 @@ def _upright(run: list[Item]) -> str:
 
 
 def _atomic(text: str) -> bool:
-    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{(?:\\[A-Za-z]+|\w+)\}|\{.*\}", text))
+    """Whether a script can follow `text` without braces: one symbol, command or group, or a
+    sized bracket (a `\\right)` inside braces would leave its `\\left` unpaired)."""
+    return len(text) == 1 or bool(re.fullmatch(r"\\[A-Za-z]+|\\[a-z]+\{(?:\\[A-Za-z]+|\w+)\}|\{.*\}", text)) \
+        or bool(re.fullmatch(r"\\(?:right|[bB]igg?r?)(?:[()\[\]|]|\\[A-Za-z|{}]+)", text))
 
 
 _NEGATED = {"=": r"\ne", r"\in": r"\notin", r"\equiv": r"\not\equiv", r"\subset": r"\not\subset",

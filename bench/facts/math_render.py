@@ -52,7 +52,7 @@ def candidates(markdown: str) -> list[str]:
             for match in _DELIMITED.finditer(prose)]
 
 
-_DROP = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])|\\displaystyle|\\textstyle|\\nonumber|\\notag"
+_DROP = re.compile(r"\\(?:left|right|(?:big|Big|bigg|Bigg)[lrm]?)(?![a-zA-Z])|\\displaystyle|\\textstyle|\\nonumber|\\notag"
                    r"|\\(?:tag|label)\*?\{[^{}]*\}|\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~")
 _SINGLE = re.compile(r"\{(\\[a-zA-Z]+|[^{}\\])\}")
 

@@ -148,7 +148,7 @@ TEX_DISPLAYS = [      # tex/arrays.tex, in order
     r"\det \begin{vmatrix} x & y \\ z & w \end{vmatrix}=xw-yz",
     r"\binom{n}{k}=\frac{n!}{k!(n-k)!}",
     r"f(x)=\begin{cases} 1 & \operatorname{if}x>0 \\ 0 & \text{otherwise} \end{cases}",
-    r"(\sum_{i=1}^{n}x_{i})^{2}\le n\sum_{i=1}^{n}x_{i}^{2}",
+    r"\left(\sum_{i=1}^{n}x_{i}\right)^{2}\le n\sum_{i=1}^{n}x_{i}^{2}",   # \Bigl( ... \Bigr): a pair, sized
 ]
 
 
@@ -199,6 +199,9 @@ AMS_DISPLAYS = [      # tex/amsdisplays.tex, in order
     r"a+b=c",
     r"\underbrace{x_{1}+\cdots+x_{n}}_{n}=E",
     r"\overbrace{a+b+c}^{3}=d",
+    r"\gamma_{k}^{k+1}\ne s^{n}+5",
+    r"\sum_{\substack{0\le i\le m \\ 0<j<n}}P(i,j)",
+    r"\left(\frac{a}{4}\right)^{2}=\biggl\{\frac{1}{2}",
 ]
 
 
@@ -208,7 +211,10 @@ def test_latex_displays_with_the_big_symbol_font():
     index, nested fractions, negated relations (a slash over the relation), blackboard bold, a
     congruence, a symbol set over a relation, a labelled arrow (a long arrow is "-" run into
     "->"), a box (its frame's top and bottom are no fraction bars), horizontal braces (pieces of the
-    big-symbol font with rules between them, which are no fraction bars either)."""
+    big-symbol font with rules between them, which are no fraction bars either), a `\\not` after
+    scripts (which the extraction drops: the painting trace has it), two rows of limits
+    (`\\substack`), a pair of tall brackets (`\\left( ... \\right)`, so the script after it sits
+    as high as on the page) and a tall bracket alone (`\\biggl\\{`, by its ink's height)."""
     from pathlib import Path
 
     page = pymupdf.open(Path(__file__).parent / "tex" / "amsdisplays.pdf")[0]
@@ -220,8 +226,9 @@ def test_latex_displays_with_the_big_symbol_font():
     *_, last = sorted((line["bbox"] for block in page.get_text("dict")["blocks"] for line in block["lines"]),
                       key=lambda box: box[1])
     assert maths.inline_text((0, last[1], page.rect.width, last[3])) == \
-        r"We have $\ln x\le U+4$ and $u=\frac{a}{b}$ here, and $v=\sqrt{2}$.", \
-        "an operator's name, a number after an operator, a fraction and a root are the formula's"
+        r"We have $\ln x\le U+4$ and $u=\frac{a}{b}$ here, and $v=\sqrt{2}$, so $\nabla\cdot\mathbf{B}=\Gamma$.", \
+        "an operator's name, a number after an operator, a fraction, a root, a bold vector and an upright " \
+        "Greek capital are the formula's"
 
 
 def test_the_big_symbol_font_s_glyphs_are_text_in_the_layer():

@@ -71,3 +71,28 @@ def test_a_cell_with_no_ink_is_not_sent():
     ImageDraw.Draw(page.image).line((100, 150, 580, 150), fill="black", width=2)   # a rule through row 1
     crops = plan_block(BlockWork(TABLE, by_lines=True), page.image, NEVER)
     assert [isinstance(crop, RecognitionOutcome) and crop.text == "" for crop in crops] == [False] * 7 + [True]
+
+
+def test_a_table_from_the_text_layer_is_remade_from_word_gaps_and_a_line_that_took_nothing_is_no_cell():
+    """A born-digital table whose lines all took the layer's text (one over a drawing took
+    nothing): its header line runs over two columns, and only word boxes can split it. The
+    words stage remakes it as it does a recognised table; before, a layer table kept the
+    header fused and the region's line of no text stopped the remaking altogether."""
+    from workers.page_result import LineResult, RegionResult, RegionStatus, WordResult
+    from workers.pipeline.words import _retabulated
+
+    def line(box, *words):
+        return LineResult(box, " ".join(text for _, text in words),
+                          words=tuple(WordResult(b, text, None, "text_layer", None) for b, text in words))
+
+    header = line((100, 100, 420, 120), ((100, 100, 160, 120), "Symbol"), ((300, 100, 380, 120), "Frequency"))
+    comments = line((410, 100, 520, 120), ((440, 100, 520, 120), "Comments"))
+    row = [line((100, 140, 120, 160), ((100, 140, 120, 160), "Ø")),
+           line((300, 140, 380, 160), ((300, 140, 310, 160), "1"), ((315, 140, 330, 160), "in"),
+                ((335, 140, 380, 160), "1,000")),
+           LineResult((385, 140, 420, 160), ""),     # over a drawing: took nothing
+           line((440, 140, 560, 160), ((440, 140, 490, 160), "Swedish"), ((495, 140, 560, 160), "names"))]
+    region = RegionResult(0, "table", "table", "body", (90, 90, 570, 170), (0, 0, 1, 1), "fused", RegionStatus.OK,
+                          source="text_layer", lines=(header, comments, *row))
+    assert _retabulated(region).text.splitlines() == [
+        "| Symbol | Frequency | Comments |", "| --- | --- | --- |", "| Ø | 1 in 1,000 | Swedish names |"]

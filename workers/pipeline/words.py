@@ -63,11 +63,13 @@ class Words:
 
 
 def _retabulated(region: RegionResult) -> RegionResult:
-    """A table read line by line, its Markdown made again now that its lines have word boxes:
-    a line that runs over two cells, or a header over two columns, splits at its wide gaps."""
-    if region.task != "table" or region.source != "ocr" or region.status is not RegionStatus.OK \
-            or not region.lines or not all(line.words for line in region.lines):
+    """A table, recognised or from the text layer, its Markdown made again now that its lines
+    have word boxes: a line that runs over two cells, or a header over two columns, splits at
+    its wide gaps."""
+    lines = [line for line in region.lines if line.text.strip()]   # a line that took nothing (a drawing) has no words
+    if region.task != "table" or region.status is not RegionStatus.OK \
+            or not lines or not all(line.words for line in lines):
         return region
     rows = [[(line.bbox, line.text, [(word.bbox, word.text) for word in line.words]) for line in row]
-            for row in band_rows(region.lines)]
+            for row in band_rows(lines)]
     return replace(region, text=markdown_table(rows))
