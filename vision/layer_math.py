@@ -353,7 +353,9 @@ def is_display_items(items: list[Item]) -> bool:
         return False
     maths = [it for it in letters if it.kind != "upright"]   # italic, bold, calligraphic, Greek
     words = _prose([it for it in items if it.upright and it.char.isalpha()]).split()
-    return len(maths) >= DISPLAY_MATH_SHARE * len(letters) and len([w for w in words if len(w) > 1]) <= 3
+    # an operator's name ("mod", "sin") is the formula's, not text: its letters count for neither side
+    named = sum(len(w) for w in words if w in _OPERATOR_NAMES)
+    return len(maths) >= DISPLAY_MATH_SHARE * (len(letters) - named) and len([w for w in words if len(w) > 1]) <= 3
 
 
 def is_formula_part(items: list[Item]) -> bool:

@@ -246,3 +246,26 @@ def test_the_big_symbol_font_s_glyphs_are_text_in_the_layer():
     assert sum(_unmapped(word.text) for word in words) == 0, text
     for symbol in "∑∫√[]":
         assert symbol in text, (symbol, text)
+
+
+def test_an_operator_s_name_does_not_make_a_display_prose():
+    """A display's share of maths letters leaves out the letters of operator names: "f ≡ 0 (mod p)"
+    and "sin x = y" are displays (their upright "mod" and "sin" had outnumbered f and p)."""
+    for pieces in ([("f", ITALIC, 10, 0), (" \u2261 0 (", "dejavu", 10, 0), ("mod ", SERIF, 10, 0),
+                    ("p", ITALIC, 10, 0), (")", SERIF, 10, 0)],
+                   [("sin ", SERIF, 10, 0), ("x", ITALIC, 10, 0), (" = ", SERIF, 10, 0), ("y", ITALIC, 10, 0)]):
+        s = Setter()
+        x = 40.0
+        for text, font, size, rise in pieces:
+            x = s.put(x, 100 - rise, text, font, size)
+        page = pymupdf.open("pdf", s.doc.tobytes())[0]
+        assert PageMaths(page).is_display_row((30, 88, 390, 106)), pieces
+    assert not PageMaths(pymupdf.open("pdf", _prose_page())[0]).is_display_row((30, 88, 390, 106))
+
+
+def _prose_page() -> bytes:
+    s = Setter()
+    x = s.put(40, 100, "the ", SERIF)
+    x = s.put(x, 100, "x", ITALIC)
+    s.put(x, 100, " = 2 case holds for all such sets", SERIF)
+    return s.doc.tobytes()

@@ -142,3 +142,29 @@ def test_a_display_the_layout_cut_into_regions_is_one_formula():
     [row] = maths.formula_rows(regions[1].bbox)
     assert row.latex == r"N=\begin{bmatrix} 0 & r \\ \Phi & 5 \end{bmatrix}"
     assert len(regions[1].lines) == 1 + len(cells), "every line is kept"
+
+
+SCATTERED = [    # tex/scattered.tex, a display of each page that detection cut into pieces
+    (0, r"\left(\frac{a}{4}\right)^{2}=10+2"),
+    (1, r"R(z)=\begin{cases} z_{u}^{k+1}+H & \operatorname{if}z>0 \\ 10 & \text{otherwise} \end{cases}"),
+    (2, r"(1+q)^{n}=\sum_{k=0}^{n}\binom{n}{k}c^{k}"),
+    (2, r"\int_{-\infty}^{\infty}h(x)dx=g_{w}-\gamma_{s}^{2}"),
+]
+
+
+@pytest.mark.parametrize("page_index, latex", SCATTERED)
+def test_a_display_the_structure_stage_scattered_over_blocks_is_gathered(page_index, latex):
+    """pdflatex pages where the line detector boxed a display in pieces and the structure stage put
+    them in different blocks, out of order: a fraction's numerator on the row of the sentence
+    before it and the rest in a code block; a cases row and its "otherwise" in the paragraph after;
+    a binomial and a display integral's sign interleaved with another display. Found by where they
+    lie, each is one display again."""
+    from pathlib import Path
+
+    pdf = (Path(__file__).parents[1] / "vision" / "tex" / "scattered.pdf").read_bytes()
+    document = Document.open(pdf, "scattered.pdf")
+    result = PagePipeline(TesseractRecognizer(), vision_num_threads=1).process(
+        document, document.render_page(page_index, 200), page_index, text_layer="auto")
+    page = {**result.to_dict(), "page": page_index + 1, "state": "done"}
+    markdown = render_markdown({"documents": [{"filename": "a.pdf", "pages": [page]}]})
+    assert f"$$\n{latex}\n$$" in markdown or f"$${latex}$$" in markdown, markdown

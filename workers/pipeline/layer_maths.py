@@ -8,6 +8,7 @@ rules sit (`vision.layer_math`) in place of the layer's flat characters:
 |-------------------------------------------------|---------------------------------------------------|
 | body regions of maths glyphs (three words of text at most) that touch and together make a display: the layout cut one display apart | one formula region, then as below |
 | a table or figure region of sentences and displays, every row one or the other (`_prose_and_displays`) | a text region, then as below |
+| lines of a text region that together make a display, wherever the structure stage put them (`_gathered_displays`: a numerator on the row of the sentence before, a cases row's "otherwise" in the next paragraph) | one equation block per display row, where its first line stood |
 | a formula region                                | one equation block per row; a row of prose the box took in stays a paragraph |
 | an equation the structure stage found in a region's rows | the same block, its text LaTeX          |
 | a row of a paragraph or code block that is a display (`is_display_items`: maths letters and an operator, at most three upright words; or maths with a few words set three ems in) | an equation block of its own, the block split around it, with the rows that are its pieces (a sum's limits, a matrix's rows under its brackets, a fraction's parts across its bar) |
@@ -54,11 +55,13 @@ class LayerMaths:
                     regions[k] = _formula_region(region, rows, _number_beside(region, regions))
             elif region.task in ("table", "skip") and _prose_and_displays(region, maths):
                 region = _as_text(region)
+                region = replace(region, blocks=_gathered_displays(region, maths))
                 blocks = tuple(_with_inline_maths(out, region, maths)
                                for block in region.blocks for out in _with_displays(block, region, maths))
                 regions[k] = replace(region, blocks=blocks)
             elif region.task == "text" and region.blocks:
-                blocks = tuple(_with_inline_maths(out, region, maths) for out in _split_at_displays(region, maths))
+                gathered = replace(region, blocks=_gathered_displays(region, maths))
+                blocks = tuple(_with_inline_maths(out, gathered, maths) for out in _split_at_displays(gathered, maths))
                 if blocks != region.blocks:
                     regions[k] = replace(region, blocks=blocks)
         page.regions = [_without_taken_numbers(region, regions) for region in regions]
@@ -289,6 +292,103 @@ def _split_at_displays(region: RegionResult, maths: PageMaths) -> list[Block]:
         if block is not None:
             out.extend(_with_displays(block, region, maths))
     return out
+
+
+def _gathered_displays(region: RegionResult, maths: PageMaths) -> tuple[Block, ...]:
+    """The region's blocks with each display that detection cut into lines and the structure
+    stage scattered over blocks gathered into one equation block where its first line stood.
+
+    A display's pieces (a fraction's numerator beside the line before it, its bar's other side in
+    a code block, a cases row's "otherwise" in the next paragraph) are found by where they lie, not
+    by the blocks or the line order they were put in: lines of maths glyphs with three words of
+    text at most (`is_formula_fragment_row`) that touch (`_close`) make a group, joined by the
+    lines of a few words within the reach of its tall glyphs (a cases brace). Where together
+    its glyphs make a display, each of its rows (`formula_rows`: one, or an align's several)
+    that is not one equation block already becomes one, of the lines that lie in it. A group
+    with words of text level with it just beside it is maths inside a sentence, left as it was,
+    as is one whose pieces make no display."""
+    lines = region.lines
+    pieces = [k for k, line in enumerate(lines) if line.text.strip() and maths.is_formula_fragment_row(line.bbox)]
+    groups: list[list[int]] = []
+    for k in pieces:
+        near = [group for group in groups if any(_close(lines[k].bbox, lines[j].bbox) for j in group)]
+        groups = [group for group in groups if group not in near] + [[k] + [j for group in near for j in group]]
+    equation_of = {frozenset(block.lines) for block in region.blocks if block.type is BlockType.EQUATION}
+    gathered: list[tuple[list[int], FormulaRow]] = []
+    for group in groups:
+        if len(group) < 2:
+            continue
+        box = _union([lines[k].bbox for k in group])
+        height = min(lines[k].bbox[3] - lines[k].bbox[1] for k in group)
+        top, bottom = maths.display_extent(box)   # as far as its tall glyphs reach (a cases brace)
+        group = sorted(group + [   # a brace's own line, "if" and "otherwise" of cases, in its height
+            k for k, line in enumerate(lines) if k not in group and line.text.strip()
+            and top <= (line.bbox[1] + line.bbox[3]) / 2 <= bottom and box[0] - height <= line.bbox[0] <= box[2] + 2 * height
+            and maths.words_of_text(line.bbox) <= 3 and not maths.is_prose_row(line.bbox)])
+        box = _union([lines[k].bbox for k in group])
+        if not maths.is_display_fragments(box) or any(
+                k not in group and _inline_beside(line.bbox, box, height) and maths.words_of_text(line.bbox) > 0
+                for k, line in enumerate(lines)):
+            continue   # with words of text on its row just beside it, it is maths inside a sentence
+        rows = _rows_latex(box, maths) or []
+        # each of its rows a display (an align's rows): a line to the row it lies in
+        row_of = [min(range(len(rows)), key=lambda r: _distance((lines[k].bbox[1] + lines[k].bbox[3]) / 2, rows[r]))
+                  for k in group] if rows else []
+        for r, row in enumerate(rows):
+            these = [k for k, o in zip(group, row_of) if o == r]
+            if these and frozenset(these) not in equation_of:
+                gathered.append((these, row))
+    if not gathered:
+        return region.blocks
+    display_of = {k: d for d, (group, _) in enumerate(gathered) for k in group}
+    out: list[Block] = []
+    placed: set[int] = set()
+    for block in region.blocks:
+        run: list[int] = []
+        for i in block.lines:
+            d = display_of.get(i)
+            if d is None:
+                run.append(i)
+                continue
+            if d in placed:
+                continue
+            if run:
+                out.append(_remade(block, run, region, maths))
+                run = []
+            placed.add(d)
+            group, row = gathered[d]
+            out.append(Block(BlockType.EQUATION, row.latex, tuple(group), number=row.tag))
+        if run:
+            out.append(block if len(run) == len(block.lines) else _remade(block, run, region, maths))
+    return tuple(out)
+
+
+def _inline_beside(line, box, height: float) -> bool:
+    """A line level with `box` (half the shorter height or more in common) and less than two line
+    heights from it across."""
+    common = min(line[3], box[3]) - max(line[1], box[1])
+    return common >= 0.5 * min(line[3] - line[1], box[3] - box[1]) and \
+        max(line[0] - box[2], box[0] - line[2]) < 2 * height
+
+
+def _close(a, b) -> bool:
+    """Two line boxes of one display: overlapping, or apart by under one and a half line heights
+    across (a script, a bracket or a relation boxed apart) and three quarters of one down (across
+    a fraction's bar)."""
+    height = min(a[3] - a[1], b[3] - b[1])
+    return max(a[0] - b[2], b[0] - a[2]) <= 1.5 * height and max(a[1] - b[3], b[1] - a[3]) <= 0.75 * height
+
+
+def _remade(block: Block, ids: list[int], region: RegionResult, maths: PageMaths) -> Block:
+    """What is left of a block when a display took some of its lines: its other lines' text."""
+    rows = region_rows([region.lines[i] for i in ids])
+    if block.type is BlockType.EQUATION:
+        latex = _rows_latex(_box(region, ids), maths)
+        if latex is not None and len(latex) == 1:
+            return replace(block, text=latex[0].latex, lines=tuple(ids))
+        return Block(BlockType.PARAGRAPH, join_lines([row.text for row in rows]), tuple(ids))
+    text = "\n".join(row.text for row in rows) if block.type is BlockType.CODE else join_lines([row.text for row in rows])
+    return replace(block, text=text, lines=tuple(ids))
 
 
 def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> Block:
