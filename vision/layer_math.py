@@ -736,7 +736,8 @@ def _with_rules(items: list[Item], rules: list[Rule], overlines: bool = True) ->
         radical = next((it for it in items if it.latex == "√" and abs(it.x1 - rule.x0) < 2.0
                         and it.y0 - 1.5 <= rule.y <= it.y0 + 2.5), None)
         if radical is not None:
-            body = [it for it in items if rule.x0 - 0.5 <= it.centre_x <= rule.x1 + 0.5 and it.y0 > rule.y - 1.0
+            # under the overline by their middles: a letter's box (its font's ascent) can reach over it
+            body = [it for it in items if rule.x0 - 0.5 <= it.centre_x <= rule.x1 + 0.5 and (it.y0 + it.y1) / 2 > rule.y
                     and it.y0 < radical.y1 and it is not radical]
             # an index (the 3 of a cube root) is set small in the crook of the sign, over its middle
             index = [it for it in items if it is not radical and not any(it is b for b in body)

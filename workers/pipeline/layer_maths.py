@@ -401,8 +401,19 @@ def _with_inline_maths(block: Block, region: RegionResult, maths: PageMaths) -> 
     for row in rows:
         inline = maths.inline_text(_box(region, [ids[j] for j in row.line_ids]))
         found = found or inline is not None
-        texts.append(inline if inline is not None else row.text)
+        text = inline if inline is not None else row.text
+        if texts and _ends_in_maths(texts[-1]) and text.startswith("$") and not text.startswith("$$"):
+            # one formula the line detector boxed in two rows ("n =" and a root whose index rises
+            # above it): one run of maths, not "$n=$ $\sqrt[3]{x}$"
+            texts[-1] = f"{texts[-1][:-1]} {text[1:]}"
+            continue
+        texts.append(text)
     return replace(block, text=join_lines(texts)) if found else block
+
+
+def _ends_in_maths(text: str) -> bool:
+    """Whether Markdown ends with the closing `$` of inline maths (not an escaped dollar sign)."""
+    return text.endswith("$") and not text.endswith("\\$") and not text.endswith("$$") and text.count("$") % 2 == 0
 
 
 def _rows_latex(bbox, maths: PageMaths) -> list[FormulaRow] | None:
