@@ -168,3 +168,27 @@ def test_a_display_the_structure_stage_scattered_over_blocks_is_gathered(page_in
     page = {**result.to_dict(), "page": page_index + 1, "state": "done"}
     markdown = render_markdown({"documents": [{"filename": "a.pdf", "pages": [page]}]})
     assert f"$$\n{latex}\n$$" in markdown or f"$${latex}$$" in markdown, markdown
+
+
+def test_a_display_the_structure_stage_took_for_a_heading_is_an_equation():
+    """A display set large (amsmath's calligraphic capital with a script) stands tall and alone
+    like a heading; its row is maths, so it is an equation. A heading of words stays one."""
+    from vision.layer_math import PageMaths
+    from workers.pipeline.layer_maths import _with_displays
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.insert_font(fontname="dejavu", fontfile="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    page.insert_text((150, 100), "g", fontname="tiit", fontsize=12)
+    page.insert_text((160, 100), "\u2208", fontname="dejavu", fontsize=12)
+    page.insert_text((175, 100), "P", fontname="tiit", fontsize=14)
+    page.insert_text((184, 94), "k", fontname="tiit", fontsize=8)
+    page.insert_text((60, 160), "Results of the survey", fontname="tibo", fontsize=14)
+    maths = PageMaths(pymupdf.open("pdf", doc.tobytes())[0])
+    lines = (LineResult((148, 86, 192, 104), "g \u2208 Pk"), LineResult((58, 146, 220, 164), "Results of the survey"))
+    region = RegionResult(0, "text", "text", "body", (50, 80, 230, 170), (0, 0, 1, 1), "", RegionStatus.OK,
+                          lines=lines)
+    [display] = _with_displays(Block(BlockType.HEADING, "g \u2208 Pk", (0,), level=2), region, maths)
+    assert display.type is BlockType.EQUATION and display.text == r"g\in P^{k}", display
+    [heading] = _with_displays(Block(BlockType.HEADING, "Results of the survey", (1,), level=2), region, maths)
+    assert heading.type is BlockType.HEADING

@@ -165,7 +165,8 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
         if rows is None or len(rows) != 1:
             return [block]
         return [replace(block, text=rows[0].latex, number=block.number or rows[0].tag)]
-    if block.type not in (BlockType.PARAGRAPH, BlockType.CODE) or not block.lines:
+    # a heading too: a display set large (a calligraphic capital) can look like one to the structure stage
+    if block.type not in (BlockType.PARAGRAPH, BlockType.CODE, BlockType.HEADING) or not block.lines:
         return [block]
     ids = [i for i in block.lines if i < len(region.lines)]
     rows = region_rows([region.lines[i] for i in ids])
@@ -194,11 +195,11 @@ def _with_displays(block: Block, region: RegionResult, maths: PageMaths) -> list
             out.append(Block(BlockType.EQUATION, latex[0].latex, lines, number=latex[0].tag))
             continue
         texts = [row_texts[r] for r in piece]
-        text = join_lines(texts) if block.type is BlockType.PARAGRAPH else "\n".join(texts)
+        text = "\n".join(texts) if block.type is BlockType.CODE else join_lines(texts)
         if out and out[-1].type is block.type:   # a display that gave no single formula: back into its block
             previous = out.pop()
-            text = (join_lines([previous.text, text]) if block.type is BlockType.PARAGRAPH
-                    else f"{previous.text}\n{text}")
+            text = (f"{previous.text}\n{text}" if block.type is BlockType.CODE
+                    else join_lines([previous.text, text]))
             lines = previous.lines + lines
         out.append(replace(block, text=text, lines=lines))
     return out
