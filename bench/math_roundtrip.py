@@ -7,7 +7,9 @@ that renders like the source.
 A seeded generator writes formulas of common kinds (scripts, fractions, radicals, sums and
 integrals with limits, limits of functions, matrices, cases, accents, alphabets, delimiters,
 binomials, derivatives, sets, braces, stacked limits, arrows with labels, congruences, boxes,
-overlines and wide hats, text in a display, multi-line `align*`), as displays (`\[...\]`, numbered
+overlines and wide hats, text in a display, multi-line `align*`; since the eighth session also
+nested scripts and primes, operators with limits under them, quantifiers and maps, a dotted
+matrix, probability, sequences), as displays (`\[...\]`, numbered
 `equation`) and inline in sentences. The kinds are textbook LaTeX written for this script, not
 taken from any page of the real-page or fact sets (those keep their own maths facts). pdflatex
 (Debian `texlive-latex-base`, with amsmath; `--install` installs it) typesets them into a PDF
@@ -220,11 +222,53 @@ class Formulas:
             return rf"\boxed{{{self.scripted()} = {self.sum_of(2)}}}"
         return rf"{self.letter()} = \dfrac{{{self.atom()}}}{{{self.sum_of(2)}}}"
 
+    def nested(self) -> str:
+        """Scripts of scripts, primes, a root of a fraction, an exponent of an expression."""
+        roll, letter = self.random.random(), self.letter()
+        if roll < 0.25:
+            return rf"{letter}_{{i,j}}^{{({self.pick('kn')})}} = {self.sum_of(2)}"
+        if roll < 0.5:
+            return rf"{self.pick('fgh')}''({letter}) {self.relation()} {self.sum_of(2)}"
+        if roll < 0.75:
+            return rf"{letter} = \sqrt{{\frac{{{self.atom()}}}{{{self.atom()}}}}}"
+        return rf"{self.pick(self.CAPITALS)} = e^{{-{letter}^{{2}}/2}}"
+
+    def optimise(self) -> str:
+        """Operators with limits set under them: max, min, sup and inf over a set."""
+        operator = self.pick([r"\max", r"\min", r"\sup", r"\inf"])
+        variable = self.pick("xyt")
+        return rf"{self.pick(self.CAPITALS)} = {operator}_{{{variable} \in {self.pick(self.CAPITALS)}}} {self.pick('fgh')}({variable})"
+
+    def logic(self) -> str:
+        """Quantifiers, implications, maps."""
+        roll, letter = self.random.random(), self.letter()
+        if roll < 0.35:
+            return rf"\forall {letter} \in {self.pick(self.CAPITALS)} \; \exists {self.letter()} : {self.letter()} > {letter}"
+        if roll < 0.7:
+            return rf"{self.pick(self.CAPITALS)} \implies {self.pick(self.CAPITALS)} \iff {self.pick(self.CAPITALS)}"
+        return rf"{self.pick('fgh')} \colon {self.pick(self.CAPITALS)} \to {self.pick(self.CAPITALS)}, \; {letter} \mapsto {letter}^{{2}}"
+
+    def dotted_matrix(self) -> str:
+        letter = self.letter()
+        return (rf"{self.pick(self.CAPITALS)} = \begin{{pmatrix}} {letter}_{{11}} & \cdots & {letter}_{{1n}} \\ "
+                rf"\vdots & \ddots & \vdots \\ {letter}_{{m1}} & \cdots & {letter}_{{mn}} \end{{pmatrix}}")
+
+    def probability(self) -> str:
+        roll = self.random.random()
+        if roll < 0.5:
+            return rf"\Pr({self.pick(self.CAPITALS)} \mid {self.pick(self.CAPITALS)}) = \frac{{{self.atom()}}}{{{self.atom()}}}"
+        return rf"\mathbb{{E}}[{self.pick('XYZ')}] = \sum_{{i}} {self.letter()}_{{i}} {self.letter()}_{{i}}"
+
+    def sequences(self) -> str:
+        letter = self.letter()
+        return rf"{self.pick(self.CAPITALS)} = \{{ {letter}_{{1}}, {letter}_{{2}}, \ldots, {letter}_{{n}} \}}"
+
     KINDS = ("scripts", "fraction", "radical", "big_operator", "integral", "limit", "matrix", "cases", "accents",
              "alphabets", "delimiters", "binomial", "functions", "dots", "aligned", "calculus", "words", "sets",
-             "braces", "stacked", "decorated")
+             "braces", "stacked", "decorated", "nested", "optimise", "logic", "dotted_matrix", "probability",
+             "sequences")
     INLINE_KINDS = ("scripts", "fraction", "radical", "big_operator", "accents", "alphabets", "delimiters",
-                    "functions", "dots", "calculus", "sets")
+                    "functions", "dots", "calculus", "sets", "nested", "logic", "probability", "sequences")
 
 
 SENTENCES = ["Consider the relation", "It follows that", "By the previous lemma we have", "We define",

@@ -321,8 +321,9 @@ def _with_big_symbols(page: pymupdf.Page, words: list[tuple], flags: int) -> lis
     as raw codes ("\\x12" for a tall parenthesis, "X" for a display sum): read as such, a page of
     formulas looks like a layer of glyph numbers and is recognised from its pixels instead.
     Only the words holding such a glyph are looked at again."""
-    if not any(is_big_symbol_font(font[3]) for font in page.get_fonts()):
-        return words
+    if not any(is_unmapped(char) for word in words for char in word[4]) or \
+            not any(is_big_symbol_font(font[3]) for font in page.get_fonts()):
+        return words   # nothing unreadable, or no font whose glyphs can be read here
     chars = []     # (centre x, centre y, char, its text when a big symbol else None), in extraction order
     # with the raw codes of the characters a font maps to no Unicode, as `vision.layer_math` reads them
     for block in page.get_text("rawdict", flags=flags | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE).get("blocks", []):
@@ -351,6 +352,7 @@ def _with_big_symbols(page: pymupdf.Page, words: list[tuple], flags: int) -> lis
             else:   # the word holds characters the rawdict split otherwise: replace its unreadable ones
                 pending = iter([symbol for symbol in symbols if symbol is not None])
                 text = "".join(next(pending, c) if is_unmapped(c) else c for c in text)
+        text = text.replace("\u21a6\u2192", "\u21a6")   # "↦" is its bar and the arrow after it
         if text.strip():
             out.append((x0, y0, x1, y1, text, *numbers))
     return out

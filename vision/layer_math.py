@@ -67,6 +67,7 @@ _OMX_FONT = re.compile(r"(^|\+)(cmex|txex|pxex|ntxex|zxex|esint|mathex|eusm?ex|l
 _BOLD_FONT = re.compile(r"bold|-medi|cmbx|cmmib|cmbsy|bx\d|-bd|semibold|black", re.IGNORECASE)
 _ITALIC_FONT = re.compile(r"ital|oblique|cmmi|cmti|mathit|rtxmi|-it\b|italic|mi\d", re.IGNORECASE)
 _TYPEWRITER_FONT = re.compile(r"cmtt|sftt|lmmono|lmtt|txtt|courier|pcrr|mono|inconsolata|typewriter", re.IGNORECASE)
+_OMS_FONT = re.compile(r"cmsy|cmbsy", re.IGNORECASE)   # TeX's OMS-encoded maths symbol fonts
 _SYMBOL_FONT = re.compile(r"cmsy|txsy|pxsy|msam|msbm|rtxsy|symbol", re.IGNORECASE)
 # alphabets of their own fonts: amssymb's blackboard bold (msbm), Euler fraktur, Ralph Smith's script
 _ALPHABET_FONTS = ((re.compile(r"msbm|bbold|bbm|dsrom|txmia|pxmia", re.IGNORECASE), r"\mathbb"),
@@ -118,14 +119,17 @@ _BIG_UNICODE = {**{latex: char for char, latex in _UNICODE.items() if len(char) 
 
 
 def is_big_symbol_font(font: str) -> bool:
-    """Whether `font` (a PDF font's name) is one of TeX's big-symbol fonts (OMX-encoded: cmex ...)."""
-    return bool(_OMX_FONT.search(font))
+    """Whether `font` (a PDF font's name) is one of TeX's big-symbol fonts (OMX-encoded: cmex ...),
+    or its maths symbol font (OMS: cmsy), whose `\\mapsto` bar pdfTeX maps to no character."""
+    return bool(_OMX_FONT.search(font) or _OMS_FONT.search(font))
 
 
 def big_symbol_text(char: str, font: str) -> str | None:
     """What a glyph of a TeX big-symbol font (cmex and its kin) stands for, as text: its raw code
     read through TeX's OMX table ("\\x50" -> "∑"), a bracket piece as its bracket; None for a
     character of any other font, or one this font maps itself."""
+    if _OMS_FONT.search(font):
+        return "\u21a6" if char == "7" else None   # the bar of `\\mapsto` ("↦" with the "→" after it)
     if not _OMX_FONT.search(font):
         return None
     if len(char) == 1 and ord(char) < 0x80:    # a raw code ("X" is a display sum), as `_token` reads it
@@ -405,7 +409,7 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
     if not items:
         return None
     items, rules = _with_braces(_with_accents(items), list(rules))
-    items = [it for it in items if it.latex != _BRACE_PIECE]
+    items = _colons(_long_arrows([it for it in items if it.latex != _BRACE_PIECE]))
     if not items:
         return None
     # no overlines: in a line of prose a short rule over words is more likely a table's or a form's
@@ -444,7 +448,10 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
         while end < len(items) and items[end].kind == "upright" and items[end].char.isalpha() and \
                 (end == k or _gap(items, end - 1) < 0.1 * size):
             end += 1
-        if (end > k + 1 and end < len(items) and maths[end] and _gap(items, end - 1) < 0.5 * size
+        # the name, then maths or a bracket opening onto it ("\\Pr(A \\mid B)")
+        onto = end < len(items) and (maths[end] or (items[end].char in ("(", "[") and end + 1 < len(items) and maths[end + 1]
+                                                      and _gap(items, end) < 0.3 * size))
+        if (end > k + 1 and onto and _gap(items, end - 1) < 0.5 * size
                 and "".join(items[j].char for j in range(k, end)) in _OPERATOR_NAMES
                 and (k == 0 or _gap(items, k - 1) >= 0.1 * size)):
             for j in range(k, end):
@@ -461,6 +468,14 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
             near = [j for j in (k - 1, k + 1) if 0 <= j < len(items) and abs(_gap(items, min(j, k))) < 0.6 * size]
             if any(maths[j] for j in near):
                 maths[k] = changed = True
+        changed = _with_numbers(items, maths, size) or changed   # "= 2 + 2": the "+" beside the first 2
+    return _inline_runs(items, maths, size, script, baseline)
+
+
+def _with_numbers(items: list[Item], maths: list[bool], size: float) -> bool:
+    """Numbers set against an operator of the formula are the formula's ("= 2.05", "10 ×"), a full
+    stop after one the sentence's; whether any was added."""
+    before = sum(maths)
     for k, item in enumerate(items):
         if maths[k] and item.char in _OPERATORS:
             for step in (1, -1):   # "= 2.05", "10 ×": a number set against an operator is the formula's
@@ -472,6 +487,12 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
                         j += step
                     if maths[j - step] and items[j - step].char == ".":
                         maths[j - step] = False   # a full stop after the number is the sentence's
+    return sum(maths) > before
+
+
+def _inline_runs(items: list[Item], maths: list[bool], size: float, script, baseline: float) -> str | None:
+    """The line's Markdown from its glyphs and which of them are maths: each run of maths as
+    `$...$`; None where nothing marked is a letter, a command or a script."""
     marked = [k for k, m in enumerate(maths) if m]
     if not marked or not any(items[k].char.isalpha() or items[k].latex.startswith("\\") or script(items[k])
                              for k in marked):
@@ -485,7 +506,8 @@ def inline_markdown(items: list[Item], rules: list[Rule] = ()) -> str | None:
     while k < len(items):
         if maths[k]:
             end = k
-            while end + 1 < len(items) and maths[end + 1] and _gap(items, end) < 0.7 * size:
+            # a formula's own spaces stretch with a justified line (`\\;` to half an em): under an em
+            while end + 1 < len(items) and maths[end + 1] and _gap(items, end) < 1.0 * size:
                 end += 1
             run = items[k:end + 1]
             latex = _row_latex(run)
@@ -579,7 +601,8 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                 font, size = span["font"], float(span["size"])
                 symbol_font = symbol_font or bool(_SYMBOL_FONT.search(font))
                 for char in span["chars"]:
-                    if char["c"] == " " and char["bbox"][2] - char["bbox"][0] < 0.4 * size:
+                    if char["c"] == " " and (char["bbox"][2] - char["bbox"][0] < 0.4 * size or not _OMX_FONT.search(font)
+                                             or not _painted_at(page, char["origin"])):
                         continue    # a space the extraction put in a gap (in a big-symbol font 0x20 is a bracket)
                     latex, kind = _token(char["c"], font)
                     if not latex:
@@ -614,6 +637,15 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                         elif item is not None:
                             item.y0, item.y1 = min(item.y0, char["bbox"][1]), max(item.y1, char["bbox"][3])
     return _merged_pieces(items)
+
+
+def _painted_at(page: pymupdf.Page, origin) -> bool:
+    """Whether a big-symbol font paints a glyph at `origin`: a wide gap in a formula (a justified
+    line stretches its spaces) comes out as a space of that font, which would read as its code
+    0x20, a tall parenthesis."""
+    return any(abs(x - origin[0]) < 0.3 and abs(y - origin[1]) < 0.3
+               for span in page.get_texttrace() if _OMX_FONT.search(span["font"])
+               for _, _, (x, y), _ in span["chars"])
 
 
 def _nots(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
@@ -656,6 +688,8 @@ def _token(char: str, font: str) -> tuple[str, str]:
         if not _ITALIC_FONT.search(font):
             return char, "upright"
         return char, "glyph"
+    if char == "7" and _OMS_FONT.search(font):
+        return r"\mapstochar", "glyph"   # the maths symbol font has no digits: its raw code 0x37, the bar of "↦"
     if char.isdigit() and _BOLD_FONT.search(font):
         return rf"\mathbf{{{char}}}", "glyph"
     return char, "glyph"    # digits, ASCII punctuation, any other symbol: as it is
@@ -1041,7 +1075,7 @@ _ARROWS = {r"\to": r"\xrightarrow", r"\rightarrow": r"\xrightarrow", r"\longrigh
 def _with_oversets(items: list[Item]) -> list[Item]:
     """Small glyphs set centred over (or under) a relation: `\\overset{def}{=}`, and over an
     arrow, its label (`\\xrightarrow{f}`; a long arrow is a "−" run into a "→")."""
-    items = _long_arrows(items)
+    items = _colons(_long_arrows(items))
     for op in [it for it in items if it.kind == "glyph" and it.char in _RELATION_CHARS]:
         width = op.x1 - op.x0
         def placed(it: Item, above: bool) -> bool:
@@ -1068,16 +1102,55 @@ def _with_oversets(items: list[Item]) -> list[Item]:
 
 
 def _long_arrows(items: list[Item]) -> list[Item]:
-    """A "−" run into a "→" (how TeX builds a long or stretched arrow) is one arrow."""
+    """The pieces TeX builds a long or stretched arrow from, set touching on one baseline, as one
+    arrow: "−" run into "→" (`\\longrightarrow`), "=" into "⇒" (`\\Longrightarrow`, what
+    `\\implies` sets), "⇐" into "=", "⇐" over "⇒" (`\\iff`), and the small bar pdfTeX maps to
+    no character before "→" (`\\mapsto`)."""
     out = sorted(items, key=lambda it: it.x0)
     k = 0
     while k + 1 < len(out):
-        a, b = out[k], out[k + 1]
-        if a.latex == "-" and b.char in ("→", "←") and b.x0 - a.x1 < 0.15 * a.size and abs(a.baseline - b.baseline) < 0.5:
-            out[k:k + 2] = [replace(b, x0=a.x0, latex=r"\longrightarrow" if b.char == "→" else r"\longleftarrow")]
-            continue
+        if out[k].latex == r"\mapstochar" and out[k + 1].latex == "-":   # `\longmapsto`: bar, "−", "→"
+            out[k + 1:] = _long_arrows(out[k + 1:])
+        run = [out[k]]
+        while k + len(run) < len(out) and len(run) < 3:
+            a, b = run[-1], out[k + len(run)]
+            if b.x0 - a.x1 >= 0.15 * a.size or abs(a.baseline - b.baseline) >= 0.5:
+                break
+            run.append(b)
+        for length in (3, 2):
+            arrow = _ARROW_PIECES.get(tuple(it.latex for it in run[:length])) if len(run) >= length else None
+            if arrow is not None:
+                if arrow in _SPACED_ARROWS and 0 < k and k + length < len(out) and \
+                        min(run[0].x0 - out[k - 1].x1, out[k + length].x0 - run[length - 1].x1) > 0.42 * run[0].size:
+                    arrow = _SPACED_ARROWS[arrow]   # a thick space more on each side than a relation has
+                out[k:k + length] = [replace(run[length - 1], x0=run[0].x0, latex=arrow, kind="glyph")]
+                break
         k += 1
     return out
+
+
+_SPACED_ARROWS = {r"\Longrightarrow": r"\implies", r"\Longleftarrow": r"\impliedby",
+                  r"\Longleftrightarrow": r"\iff"}
+
+
+def _colons(items: list[Item]) -> list[Item]:
+    """A colon set closer to what comes before it than to what follows is `\\colon` ("f: A → B":
+    amsmath puts 2mu before it and 6mu and more after: measured 0.11-0.22 em and 0.33 em); one
+    with even spaces (5mu each side, 0.28 em) is the relation ":" of set-builder notation."""
+    out = sorted(items, key=lambda it: it.x0)
+    for k in range(1, len(out) - 1):
+        item = out[k]
+        before, after = item.x0 - out[k - 1].x1, out[k + 1].x0 - item.x1
+        if item.latex == ":" and before < 0.25 * item.size and after >= 0.31 * item.size:
+            out[k] = replace(item, latex=r"\colon")
+    return out
+
+
+_ARROW_PIECES = {("-", r"\to"): r"\longrightarrow", (r"\leftarrow", "-"): r"\longleftarrow",
+                 ("=", r"\Rightarrow"): r"\Longrightarrow", (r"\Leftarrow", "="): r"\Longleftarrow",
+                 (r"\Leftarrow", r"\Rightarrow"): r"\Longleftrightarrow",   # what `\iff` sets
+                 (r"\leftarrow", r"\to"): r"\longleftrightarrow",
+                 (r"\mapstochar", r"\to"): r"\mapsto", (r"\mapstochar", r"\longrightarrow"): r"\longmapsto"}
 
 
 def _grown(seed: list[Item], candidates: list[Item], size: float) -> list[Item]:
@@ -1102,7 +1175,8 @@ def _grown(seed: list[Item], candidates: list[Item], size: float) -> list[Item]:
 
 def _ellipses(items: list[Item], size: float) -> list[Item]:
     """Three dots set as three glyphs (`\\cdot \\cdot \\cdot`, `...`) are one ellipsis, as TeX's
-    `\\cdots` and `\\dots` are one symbol to a renderer."""
+    `\\cdots` and `\\dots` are one symbol to a renderer; three full stops stacked are `\\vdots`,
+    three stepping down to the right `\\ddots`."""
     out: list[Item] = []
     for item in items:
         run = out[-2:]
@@ -1110,8 +1184,19 @@ def _ellipses(items: list[Item], size: float) -> list[Item]:
                 and item.x0 - run[1].x1 < 0.4 * size and run[1].x0 - run[0].x1 < 0.4 * size
                 and not (len(out) > 2 and out[-3].latex == item.latex)):
             first = run[0]
-            out[-2:] = [Item(r"\cdots" if item.latex == r"\cdot" else r"\dots", first.x0, min(first.y0, item.y0),
-                             item.x1, max(first.y1, item.y1), first.baseline, first.size, "glyph", "…")]
+            dots = [first, run[1], item]
+            middles = [(it.y0 + it.y1) / 2 for it in dots]
+            if max(middles) - min(middles) < 0.3 * size:
+                latex = r"\cdots" if item.latex == r"\cdot" else r"\dots"
+            elif max(it.centre_x for it in dots) - min(it.centre_x for it in dots) < 0.3 * size:
+                latex = r"\vdots"     # TeX stacks three full stops
+            elif middles == sorted(middles):
+                latex = r"\ddots"     # down to the right
+            else:
+                out.append(item)
+                continue
+            out[-2:] = [Item(latex, min(it.x0 for it in dots), min(it.y0 for it in dots), max(it.x1 for it in dots),
+                             max(it.y1 for it in dots), max(it.baseline for it in dots), first.size, "glyph", "…")]
             continue
         out.append(item)
     return out

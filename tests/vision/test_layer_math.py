@@ -276,3 +276,44 @@ def _prose_page() -> bytes:
     x = s.put(x, 100, "x", ITALIC)
     s.put(x, 100, " = 2 case holds for all such sets", SERIF)
     return s.doc.tobytes()
+
+
+def test_arrows_tex_builds_from_pieces_dots_and_a_map_s_colon():
+    """pdflatex output (`tex/arrows.tex`): `\\implies` is an "=" run into a "⇒" (with a thick space
+    more on each side than `\\Longrightarrow`), `\\iff` a "⇐"
+    over a "⇒", `\\mapsto` a bar pdfTeX maps to no character before a "→" (its raw code came out
+    as a "7"); `\\vdots` and `\\ddots` are three full stops stacked or stepping down (they had
+    come out as `\\dots`); a colon closer to what precedes it is `\\colon`, an evenly spaced one
+    a relation; `\\Pr` before a bracket is the formula's, and so is a number after an operator
+    after a number ("= 2 + 2")."""
+    from pathlib import Path
+
+    page = pymupdf.open(Path(__file__).parent / "tex" / "arrows.pdf")[0]
+    maths = PageMaths(page)
+    bands = _bands(maths)
+    found = [row.latex for top, bottom in bands[:-1] for row in maths.formula_rows((0, top, page.rect.width, bottom))]
+    assert found == [
+        r"U\implies B\iff C",
+        r"f\colon D\to L,h\mapsto h^{2}",
+        r"x\longmapsto y\longleftarrow z",
+        r"S=\{x:x>0\}",
+        r"R=\begin{pmatrix} u_{11} & \cdots & u_{1n} \\ \vdots & \ddots & \vdots \\ u_{m1} & \cdots & u_{mn} "
+        r"\end{pmatrix}",
+    ]
+    top, bottom = bands[-1]
+    line = maths.inline_text((0, top - 3, page.rect.width, bottom))
+    assert line.startswith(r"Here $\Pr (F|G)=\frac{f}{5}$ and $\langle n,g\rangle=2+2$ hold, with $g\colon E\to T"), line
+
+
+def test_a_maps_to_arrow_is_text_in_the_layer():
+    """pdfTeX maps `\\mapsto`'s bar to no character: the layer read it as U+FFFD, the line holding
+    it was untrusted, and a page with one in a long line of prose failed the layer's coverage
+    check and was recognised from its pixels. It reads "↦"."""
+    from pathlib import Path
+
+    from vision.document import Document
+
+    pdf = (Path(__file__).parent / "tex" / "arrows.pdf").read_bytes()
+    with Document.open(pdf, filename="arrows.pdf") as document:
+        text = " ".join(word.text for word in document.text_words(0, 200, unmapped_as_replacement=True))
+    assert "h\u21a6h2" in text.replace(" ", "") and "\ufffd" not in text, text
