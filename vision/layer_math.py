@@ -591,6 +591,14 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
     items: list[Item] = []
     big_delimiters: dict[tuple[float, float, str], Item] = {}
     symbol_font = False
+    traced: list = []
+
+    def trace() -> list:
+        """The page's painting trace, read once and only where it is asked for."""
+        if not traced:
+            traced.append(page.get_texttrace())
+        return traced[0]
+
     # with the raw code of a character the font maps to no Unicode (the big-symbol fonts)
     raw = page.get_text("rawdict", clip=clip, flags=pymupdf.TEXTFLAGS_RAWDICT | pymupdf.TEXT_CID_FOR_UNKNOWN_UNICODE)
     for block in raw.get("blocks", []):
@@ -602,7 +610,7 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                 symbol_font = symbol_font or bool(_SYMBOL_FONT.search(font))
                 for char in span["chars"]:
                     if char["c"] == " " and (char["bbox"][2] - char["bbox"][0] < 0.4 * size or not _OMX_FONT.search(font)
-                                             or not _painted_at(page, char["origin"])):
+                                             or not _painted_at(trace(), char["origin"])):
                         continue    # a space the extraction put in a gap (in a big-symbol font 0x20 is a bracket)
                     latex, kind = _token(char["c"], font)
                     if not latex:
@@ -619,7 +627,7 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
                             or latex == "√":
                         big_delimiters[(round(char["origin"][0], 2), round(char["origin"][1], 2), char["c"])] = items[-1]
     if symbol_font:   # where the maths symbol font is, a `\not` may be, where the extraction misplaced it
-        items = [item for item in items if item.latex != r"\not"] + _nots(page, clip)
+        items = [item for item in items if item.latex != r"\not"] + _nots(trace(), clip)
     if big_delimiters:
         # a big-symbol font's box is its font's ascent and descent, but a tall bracket hangs far below
         # its origin: its ink is what tells how many rows it spans (and a radical sign's, where its top is)
@@ -639,21 +647,21 @@ def _glyphs(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
     return _merged_pieces(items)
 
 
-def _painted_at(page: pymupdf.Page, origin) -> bool:
+def _painted_at(trace: list, origin) -> bool:
     """Whether a big-symbol font paints a glyph at `origin`: a wide gap in a formula (a justified
     line stretches its spaces) comes out as a space of that font, which would read as its code
     0x20, a tall parenthesis."""
     return any(abs(x - origin[0]) < 0.3 and abs(y - origin[1]) < 0.3
-               for span in page.get_texttrace() if _OMX_FONT.search(span["font"])
+               for span in trace if _OMX_FONT.search(span["font"])
                for _, _, (x, y), _ in span["chars"])
 
 
-def _nots(page: pymupdf.Page, clip: pymupdf.Rect) -> list[Item]:
+def _nots(trace: list, clip: pymupdf.Rect) -> list[Item]:
     """TeX's `\\not` glyphs where the page paints them. The extraction puts this glyph of no width
     at the end of the character before it, or drops it (after a script, "x_k^{k+1} \\neq"): the
     painting order's trace has it where it prints, over the relation it negates."""
     nots = []
-    for span in page.get_texttrace():
+    for span in trace:
         size = float(span["size"])
         for ucs, _, origin, bbox in span["chars"]:
             if ucs == 0x338 and clip.contains(pymupdf.Point(origin)):
