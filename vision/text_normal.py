@@ -7,6 +7,8 @@
 - Typographic ligatures (U+FB00-FB06: ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) become their letters, which search and copy
   expect; other compatibility characters (superscripts, full-width forms, maths letters) are kept.
 - Soft hyphens (U+00AD, invisible unless a line breaks there) are dropped.
+- A micro sign (U+00B5) beside a Greek letter is the Greek mu (U+03BC) it looks like: Tesseract's
+  Greek pack writes "πρόγραµµα" with micro signs, which no search for "πρόγραμμα" finds.
 
 `digits_kept` is for what a recogniser read, never for a text layer: a letter O inside a
 number ("O.01", "1O5", "3.O") is the digit zero the recogniser took for a letter, because no
@@ -26,6 +28,8 @@ _ACCENT_BEFORE_LETTER = re.compile(f"([{''.join(SPACING_ACCENTS)}])([^\\W\\d_])"
 _DOTLESS = re.compile("[\u0131\u0237](?=[\u0300-\u036f])")   # TeX's ï is ¨ı: a dotless i under the mark
 _LIGATURES = {chr(code): unicodedata.normalize("NFKC", chr(code)) for code in range(0xFB00, 0xFB07)}
 _SOFT_HYPHEN = "\u00ad"
+_GREEK = "\u0370-\u03ff\u1f00-\u1fff"
+_MICRO_IN_GREEK = re.compile(f"(?<=[{_GREEK}])\u00b5|\u00b5(?=[{_GREEK}\u00b5]*[{_GREEK}])")
 
 
 # An O (either case) inside a number: after a digit, or before a decimal mark and a digit,
@@ -52,6 +56,8 @@ def normalise_text(text: str) -> str:
     text = _DOTLESS.sub(lambda match: "i" if match.group() == "\u0131" else "j", text)
     text = text.replace(_SOFT_HYPHEN, "")
     text = "".join(_LIGATURES.get(char, char) for char in text)
+    if "\u00b5" in text:
+        text = _MICRO_IN_GREEK.sub("\u03bc", text)
     return unicodedata.normalize("NFC", text)
 
 

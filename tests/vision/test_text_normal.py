@@ -22,6 +22,11 @@ def test_ligatures_and_soft_hyphens_are_resolved():
     assert normalise_text("co\u00adoperate") == "cooperate"
 
 
+def test_a_micro_sign_in_a_greek_word_is_a_mu():
+    assert normalise_text("πρόγρα\u00b5\u00b5α Ορισ\u00b5ός") == "πρόγραμμα Ορισμός"
+    assert normalise_text("5 \u00b5m, 3 \u00b5g/l") == "5 \u00b5m, 3 \u00b5g/l"    # a unit keeps its micro sign
+
+
 def test_everything_else_is_left_as_it_is():
     for text in ("`ls` and `pwd`", "x\u00b2 + y\u00b2", "\uff21\uff22 full width", "\U0001d453(x)", "price \u00b4 5",
                  "plain ASCII text", "\u00e9t\u00e9", ""):
