@@ -27,9 +27,18 @@ PAGES = {   # script, Tesseract pack, lines (typeset in DejaVu Sans, which has a
 }
 
 
+# a fourth page: English, with a Russian title and a Greek line among its lines
+MIXED = [("Latin", "The committee met on Tuesday to review the annual budget"),
+         ("Latin", "and the plans for the new library building. The title:"),
+         ("Cyrillic", "Годовой отчёт о состоянии городской библиотеки"),
+         ("Latin", "The society's motto, in the original, reads as follows:"),
+         ("Greek", "Μετάφραση του εγγράφου από την επιτροπή"),
+         ("Latin", "Members were asked to send comments before the end of May.")]
+
+
 def _pdf() -> bytes:
     doc = pymupdf.open()
-    for _, lines in PAGES.values():
+    for lines in [lines for _, lines in PAGES.values()] + [[line for _, line in MIXED]]:
         page = doc.new_page(width=595, height=842)
         page.insert_font(fontname="dejavu", fontfile=FONT)
         for i, line in enumerate(lines):
@@ -63,3 +72,10 @@ def test_run_reads_each_page_in_its_own_script(tmp_path):
         found = _words(" ".join(line["text"] for line in read))
         assert len(expected & found) >= 0.8 * len(expected), (script, sorted(expected - found))
         assert len(expected & _words(pdf_text)) >= 0.8 * len(expected), (script, pdf_text)
+
+    # the mixed page: each line in its own script, the English ones untouched
+    read = [line for region in result["documents"][0]["pages"][3]["regions"] for line in region["lines"]]
+    assert [line["script"] for line in read] == [script for script, _ in MIXED], read
+    for line, (_, text) in zip(read, MIXED):
+        expected = _words(text)
+        assert len(expected & _words(line["text"])) >= 0.7 * len(expected), (text, line["text"])

@@ -127,3 +127,64 @@ def test_a_script_no_pack_reads_is_marked_not_guessed():
     read = _read(lines, [("nif) ndiy ywr", 0.31), ("ipr3y2 vov1 1n1", 0.28)])
     assert all(o.text == UNREADABLE and o.confidence == 0.0 for o in read), read
     assert not any(math.isnan(o.confidence) for o in read)
+
+
+ENGLISH = ["The committee met on Tuesday to review the annual budget",
+           "and the plans for the new library building, which opens",
+           "in the spring. Members were asked to send their comments",
+           "before the end of the month, with the secretary in copy."]
+
+
+def test_a_line_in_another_script_on_a_latin_page_is_read_in_it():
+    """A Russian title and a Greek motto among English lines: the page is Latin, those two lines
+    are named by their own script's pack and read with it; the English ones keep their reading,
+    one the house model read unsurely included."""
+    _needs("rus", "ell")
+    lines = ENGLISH[:2] + ["Годовой отчёт о состоянии городской библиотеки"] + ENGLISH[2:3] \
+        + ["Μετάφραση του εγγράφου από την επιτροπή"] + ENGLISH[3:]
+    house = [(ENGLISH[0], 0.99), (ENGLISH[1], 0.72), ("ToIOBOñ OTUëT O COCTOHHHHH FOpOICKOä óIÓJIOTeKH", 0.73),
+             (ENGLISH[2], 0.98), ("MeT&qpøøn TOv &yYpû∞pov anÚ tNv ≤I¹TpOIn", 0.57), (ENGLISH[3], 0.99)]
+    read = _read(lines, house)
+    assert [o.text for k, o in enumerate(read) if k not in (2, 4)] == ENGLISH
+    assert [(o.script, o.language) for o in read] == [("Latin", "eng")] * 2 + [("Cyrillic", "rus")] \
+        + [("Latin", "eng")] + [("Greek", "ell")] + [("Latin", "eng")]
+    for k in (2, 4):
+        words = set(lines[k].split())
+        assert len(words & set(read[k].text.split())) >= 0.7 * len(words), read[k].text
+
+
+def test_a_line_of_chinese_on_a_latin_page_is_read_by_ppocr():
+    from workers.recognizers import ppocr
+    if ppocr.model_path() is None:
+        pytest.skip("needs the rapidocr wheel's PP-OCRv6 model (scripts/setup.sh)")
+    lines = ENGLISH[:2] + ENGLISH[3:]
+    house = [(line, 0.99) for line in lines]
+    items = [RecognitionItem(_line(text), RecognitionTask.TEXT, is_single_line=True, languages="detect")
+             for text in lines]
+    chinese = _cjk_line("会议记录将在下周发布给所有成员")
+    items.insert(2, RecognitionItem(chinese, RecognitionTask.TEXT, is_single_line=True, languages="detect"))
+    house.insert(2, ("Gil>l>%rFm}ahfD],a", 0.33))
+    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
+    assert read[2].script == "Han" and read[2].language == "chi_sim", read[2]
+    assert sum(char in read[2].text for char in "会议记录将在下周发布给所有成员") >= 12, read[2].text
+    assert [o.text for k, o in enumerate(read) if k != 2] == lines
+
+
+def test_latin_lines_read_unsurely_stay_the_house_models():
+    """English lines read very unsurely (a damaged scan's) are asked about, English reads them
+    surely, and they keep their text."""
+    lines = ENGLISH
+    read = _read(lines, [(line, 0.5) for line in lines])
+    assert [o.text for o in read] == lines
+    assert {(o.script, o.language) for o in read} == {("Latin", "eng")}
+
+
+def _cjk_line(text: str) -> Image.Image:
+    """A line set in PyMuPDF's own Simplified Chinese font (DejaVu has no Han)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=40 + 14 * len(text), height=30)
+    page.insert_text((10, 21), text, fontname="china-s", fontsize=13)
+    pix = page.get_pixmap(dpi=200)
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)

@@ -12,6 +12,16 @@ data every Tesseract install has), which knows scripts no pack here reads.
 Tesseract OSD alone names whole pages badly (on the multilingual set a Greek page came out Latin
 and a Chinese page with commands in it Latin) and takes ~4 s a page; this sample takes ~0.5 s a
 pack.
+
+`identify_lines` does the same per line (scores in `_row_scores`), for the few lines of a Latin page the house model read
+unsurely (a Russian title in an English bibliography, a Greek motto): the lines are stacked into
+one sheet and every word Tesseract reads is put back on its line by where it lies. The page's
+Latin pack reads first, and a line it reads surely (`LINE_SURE_LATIN`) is Latin and costs no other
+pack; the rest go to each other script's pack at once. A pack names a line when it reads it
+surely (`LINE_MIN_CONFIDENCE`) and `MIN_LEAD` more surely than the Latin pack, mostly in its own
+letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`). (Scoring by the
+median word instead of the mean, and asking a lead over the other scripts' packs too, were
+tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
 """
 from __future__ import annotations
 
@@ -33,6 +43,15 @@ MIN_CONFIDENCE = 35.0     # a mean word confidence under this: no installed pack
 LATIN_PACK = "eng"
 KANA_SHARE = 0.2
 MIN_OWN_SHARE = 0.6       # a pack whose reading is less than this much in its own script did not read the sample
+LINE_SURE_LATIN = 80.0    # English reads a line this surely (mean word confidence, 0-100) or more: the line is Latin
+MIN_LEAD = 15.0           # another script's pack names a line only reading it this much more surely than English,
+LINE_MIN_CONFIDENCE = 60.0   # and this surely at least: the Arabic pack reads a blurred URL's x's at 30-40
+MAX_ROW_WIDTH = 3000      # px: a longer line is scaled down whole to fit its row of the sheet
+# a pack names a line only where its reading holds this many of its script's letters that no Latin
+# letter looks like: the Russian pack reads a reference card's "M-E" as Cyrillic "М-Е", surely
+MIN_OWN_LETTERS = 3
+# Cyrillic and Greek letters drawn like Latin ones
+LATIN_LOOKALIKES = frozenset("АВЕЅІЈКМНОРСТУХаеіјорсуххѕԁԛԝ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνυρ")
 
 
 @dataclass(frozen=True)
@@ -54,7 +73,8 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
         sample = Path(tmp) / "sample.png"
         _stacked(images).save(sample)
         with ThreadPoolExecutor(max_workers=num_processes) as pool:
-            readings = dict(zip(candidates, pool.map(lambda pack: _read_tsv(command, sample, pack), candidates)))
+            readings = dict(zip(candidates, pool.map(
+                lambda pack: [(word, conf) for word, conf, _ in _read_tsv(command, sample, pack)], candidates)))
         scores = {pack: _mean_confidence(words) if _own_share(pack, words) >= MIN_OWN_SHARE else 0.0
                   for pack, words in readings.items()}
         best = max(scores, key=lambda pack: scores[pack], default=None)
@@ -72,21 +92,100 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
     return ScriptGuess(script, best, scores[best])
 
 
-def _stacked(images: list[Image.Image]) -> Image.Image:
-    """The widest lines, each scaled to one height, one under another on white."""
-    chosen = sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES]
-    scaled = [image.convert("L").resize((max(1, round(image.width * SAMPLE_LINE_HEIGHT / max(1, image.height))),
-                                         SAMPLE_LINE_HEIGHT)) for image in chosen]
-    gap = SAMPLE_LINE_HEIGHT // 2
-    width = min(4000, max(image.width for image in scaled) + 2 * gap)
-    sheet = Image.new("L", (width, gap + len(scaled) * (SAMPLE_LINE_HEIGHT + gap)), 255)
+@dataclass(frozen=True)
+class LineScript:
+    script: str | None      # vision.scripts name; None: not named
+    reading: str | None     # the naming pack's reading of the line, where another script's pack named it
+
+
+def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: list[str],
+                   command: str = "tesseract", num_processes: int = 2,
+                   latin_pack: str = LATIN_PACK) -> list[LineScript]:
+    """Each line crop's script: "Latin" where `latin_pack` (the page's language, else English)
+    reads it surely, the script of the pack in `packs` (one per script) that reads it best by the
+    rule in the module docstring (with that pack's reading), or None where neither holds (a
+    damaged Latin line, or a script none of `packs` reads)."""
+    latin_pack = latin_pack if latin_pack in installed else LATIN_PACK
+    if not images or latin_pack not in installed:
+        return [LineScript(None, None)] * len(images)
+    with tempfile.TemporaryDirectory(prefix="ocrserve-script-") as tmp:
+        english = _row_scores(_read_rows(command, Path(tmp) / "lines.png", images, latin_pack), latin_pack,
+                              len(images), own_only=False)
+        found = [LineScript("Latin" if score >= LINE_SURE_LATIN else None, None) for score in english]
+        unsure = [k for k, named in enumerate(found) if named.script is None]
+        packs = [pack for pack in dict.fromkeys(packs) if pack in installed and pack not in (latin_pack, LATIN_PACK)]
+        if not unsure or not packs:
+            return found
+        rows = [images[k] for k in unsure]
+        with ThreadPoolExecutor(max_workers=num_processes) as pool:
+            readings = list(pool.map(lambda pack: _read_rows(command, Path(tmp) / f"unsure-{pack}.png", rows, pack),
+                                     packs))
+    scores = [_row_scores(read, pack, len(rows)) for read, pack in zip(readings, packs)]
+    for row, k in enumerate(unsure):
+        best = max(range(len(packs)), key=lambda p: scores[p][row])
+        if scores[best][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
+            found[k] = LineScript(_pack_script(packs[best]), " ".join(word for word, _ in readings[best][row]))
+    return found
+
+
+def _read_rows(command: str, sheet: Path, images: list[Image.Image], pack: str) -> list[list[tuple[str, float]]]:
+    """The words `pack` reads on each of `images`, stacked one per row of a sheet saved at `sheet`."""
+    image, pitch, gap = _rows_sheet(images)
+    if not sheet.exists():
+        image.save(sheet)
+    rows: list[list[tuple[str, float]]] = [[] for _ in images]
+    for word, conf, centre in _read_tsv(command, sheet, pack):
+        row = int((centre - gap / 2) // pitch)
+        if 0 <= row < len(rows):
+            rows[row].append((word, conf))
+    return rows
+
+
+def _row_scores(rows: list[list[tuple[str, float]]], pack: str, count: int, own_only: bool = True) -> list[float]:
+    """Each row's mean word confidence, weighted by length; with `own_only` (another script's pack),
+    0 where the reading is not mostly in the pack's script or holds fewer than `MIN_OWN_LETTERS` of
+    its letters unlike Latin ones."""
+    return [_mean_confidence(words) if not own_only or (_own_share(pack, words) >= MIN_OWN_SHARE
+                                                        and _unlike_latin(words) >= MIN_OWN_LETTERS) else 0.0
+            for words in rows[:count]]
+
+
+def _unlike_latin(words: list[tuple[str, float]]) -> int:
+    """How many letters of the reading are neither Latin nor drawn like a Latin letter."""
+    return sum(1 for word, _ in words for char in word
+               if char.isalpha() and char not in LATIN_LOOKALIKES and script_of_text(char) not in (None, "Latin"))
+
+
+def _pack_script(pack: str) -> str | None:
+    """The script a pack is made for: the one whose first pack it is ("jpn" is Japanese), else any."""
+    return next((script for script, codes in SCRIPT_LANGUAGES.items() if codes[0] == pack),
+                next((script for script, codes in SCRIPT_LANGUAGES.items() if pack in codes), None))
+
+
+def _rows_sheet(images: list[Image.Image]) -> tuple[Image.Image, int, int]:
+    """Every line, in order, scaled to `SAMPLE_LINE_HEIGHT` (a very long one scaled down whole to
+    `MAX_ROW_WIDTH`), one per row on white; with the row pitch and the gap above each row."""
+    height, gap = SAMPLE_LINE_HEIGHT, SAMPLE_LINE_HEIGHT // 2
+    scaled = []
+    for image in images:
+        width = max(1, round(image.width * height / max(1, image.height)))
+        size = (width, height) if width <= MAX_ROW_WIDTH else (
+            MAX_ROW_WIDTH, max(1, round(height * MAX_ROW_WIDTH / width)))
+        scaled.append(image.convert("L").resize(size))
+    pitch = height + gap
+    sheet = Image.new("L", (max(image.width for image in scaled) + 2 * gap, gap + len(scaled) * pitch), 255)
     for k, image in enumerate(scaled):
-        sheet.paste(image, (gap, gap + k * (SAMPLE_LINE_HEIGHT + gap)))
-    return sheet
+        sheet.paste(image, (gap, gap + k * pitch + (height - image.height) // 2))
+    return sheet, pitch, gap
 
 
-def _read_tsv(command: str, image: Path, pack: str) -> list[tuple[str, float]]:
-    """(word, confidence) of every word Tesseract reads in `image` with `pack`."""
+def _stacked(images: list[Image.Image]) -> Image.Image:
+    """The widest lines, one under another on white (`_rows_sheet`)."""
+    return _rows_sheet(sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES])[0]
+
+
+def _read_tsv(command: str, image: Path, pack: str) -> list[tuple[str, float, float]]:
+    """(word, confidence, vertical centre in px) of every word Tesseract reads in `image` with `pack`."""
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
     try:
         done = subprocess.run([command, str(image), "stdout", "--psm", "6", "-l", pack, "tsv"],
@@ -98,7 +197,7 @@ def _read_tsv(command: str, image: Path, pack: str) -> list[tuple[str, float]]:
         fields = row.split("\t")
         if len(fields) == 12 and fields[11].strip():
             try:
-                words.append((fields[11].strip(), float(fields[10])))
+                words.append((fields[11].strip(), float(fields[10]), int(fields[7]) + int(fields[9]) / 2))
             except ValueError:
                 continue
     return words
