@@ -45,7 +45,7 @@ import pymupdf
 from PIL import Image
 
 from house_ocr_eval import scan_like                     # bench/ is on sys.path when this file runs
-from real_pages import BEST_DPI, DPI, _cpu_children, _render, upscale
+from real_pages import BEST_DPI, DPI, _cpu_children, _render, run_ocrserve, upscale
 from real_pages_metrics import normalise, words
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,16 +134,6 @@ def build(pages: list[dict], work: Path, seed: int) -> None:
         doc.close()
 
 
-def run_ocrserve(inputs: list[Path], out: Path) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    command = [str(Path(sys.executable).parent / "ocrserve"), "run", *map(str, inputs), "--out", str(out),
-               "--formats", "txt,json", "--force", "--quiet", "--text-layer", "never", "--keep-furniture"]
-    started, cpu = time.perf_counter(), _cpu_children()
-    with open(out / "run.log", "w") as log:
-        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
-    return {"wall_s": time.perf_counter() - started, "cpu_s": _cpu_children() - cpu, "returncode": code}
-
-
 def run_tesseract(jobs: list[tuple[Path, Path, str]]) -> dict:
     """`tesseract IMAGE OUT --psm 3 -l LANG` for each (image, out stem, lang), two at once."""
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
@@ -203,6 +193,7 @@ def main() -> int:
     for variant in variants:
         for system in systems:
             out = args.work / "out" / variant / system
+            out.mkdir(parents=True, exist_ok=True)
             if system == "ocrserve":
                 folder, suffix = ("pdf", ".pdf") if variant == "clean" else ("scan", ".jpg")
                 runs[f"{variant}/{system}"] = run_ocrserve([args.work / folder / f"{p['name']}{suffix}" for p in pages], out)
