@@ -161,8 +161,8 @@ class RoutingRecognizer:
         only where it holds letters the house model cannot write. A wide line read so unsurely
         (`UNKNOWN_CONFIDENCE`) that nothing names it, and that the Latin pack does not read as
         surely as a pack must to name a line (`script_id.LINE_MIN_CONFIDENCE`; English reads a
-        line of Korean at 47), is marked unreadable rather than left as stray marks. Everything else keeps its
-        reading."""
+        line of Korean at 47), is marked unreadable rather than left as stray marks. Everything
+        else keeps its reading."""
         languages = [outcome.language for outcome in outcomes if outcome.language]
         language = max(set(languages), key=languages.count) if languages else None
         text_lines = [i for i, item in enumerate(items) if item.is_single_line and item.task is RecognitionTask.TEXT]
