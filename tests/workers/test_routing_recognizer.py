@@ -188,25 +188,3 @@ def _cjk_line(text: str) -> Image.Image:
     page.insert_text((10, 21), text, fontname="china-s", fontsize=13)
     pix = page.get_pixmap(dpi=200)
     return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-
-
-def test_a_line_in_a_script_nothing_here_reads_is_marked_on_a_latin_page():
-    """A line of Korean (no `kor` pack installed here; PP-OCRv6 does not read Hangul) among
-    English lines: the house model's stray marks become an unreadable line, not invented text."""
-    if "kor" in installed_languages():
-        pytest.skip("the Korean pack is installed: Korean is readable here")
-    import pymupdf
-
-    doc = pymupdf.open()
-    page = doc.new_page(width=420, height=30)
-    page.insert_text((10, 21), "회의록은 다음 주에 모든 회원에게 배포될 예정입니다", fontname="korea", fontsize=13)
-    pix = page.get_pixmap(dpi=200)
-    korean = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-    items = [RecognitionItem(_line(text), RecognitionTask.TEXT, is_single_line=True, languages="detect")
-             for text in ENGLISH]
-    items.insert(2, RecognitionItem(korean, RecognitionTask.TEXT, is_single_line=True, languages="detect"))
-    house = [(line, 0.99) for line in ENGLISH]
-    house.insert(2, ("% r0     0l  l 0lrg 4", 0.01))
-    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
-    assert read[2].text == UNREADABLE and read[2].confidence == 0.0, read[2]
-    assert [o.text for k, o in enumerate(read) if k != 2] == ENGLISH

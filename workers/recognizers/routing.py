@@ -13,7 +13,7 @@ house model first, and the page then decides, from that reading:
 | house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
-| a Latin page's line the house model read unsurely, unlike the page's language | `script_id.identify_lines` on those lines | that line: its script's pack + eng, or PP-OCRv6 (Chinese, Japanese); nobody: marked unreadable if the house reading was stray marks |
+| a Latin page's line the house model read unsurely, unlike the page's language | `script_id.identify_lines` on those lines | that line: its script's pack + eng, or PP-OCRv6 (Chinese, Japanese) |
 
 The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
 language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
@@ -45,8 +45,7 @@ from workers.recognizers import ppocr
 from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, guess_latin_language,
                                            house_writes, installed_languages, latin_language_evidence,
                                            packs_for_script)
-from workers.recognizers.script_id import (KANA_SHARE, LINE_MIN_CONFIDENCE, SAMPLE_LINES, identify_lines,
-                                           identify_script)
+from workers.recognizers.script_id import KANA_SHARE, SAMPLE_LINES, identify_lines, identify_script
 from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
 
@@ -158,11 +157,8 @@ class RoutingRecognizer:
         reads them; lines read unsurely that look unlike the page's language
         (`_may_be_other_script`) are named by `script_id.identify_lines` and read with their
         script's pack and English, else as the naming pack read them. A new reading is taken
-        only where it holds letters the house model cannot write. A wide line read so unsurely
-        (`UNKNOWN_CONFIDENCE`) that nothing names it, and that the Latin pack does not read as
-        surely as a pack must to name a line (`script_id.LINE_MIN_CONFIDENCE`; English reads a
-        line of Korean at 47), is marked unreadable rather than left as stray marks. Everything
-        else keeps its reading."""
+        only where it holds letters the house model cannot write; everything else keeps its
+        reading."""
         languages = [outcome.language for outcome in outcomes if outcome.language]
         language = max(set(languages), key=languages.count) if languages else None
         text_lines = [i for i, item in enumerate(items) if item.is_single_line and item.task is RecognitionTask.TEXT]
@@ -170,10 +166,7 @@ class RoutingRecognizer:
         cjk_by_ppocr = ppocr.model_path() is not None
         if cjk_by_ppocr:
             self._cjk_lines(items, outcomes, [i for i in text_lines if _cjk_candidate(items[i], outcomes[i])])
-        # read so unsurely that the house reading is stray marks (a script nothing here reads?)
-        faint = [i for i in text_lines if _cjk_candidate(items[i], outcomes[i])
-                 and (outcomes[i].confidence or 0.0) < UNKNOWN_CONFIDENCE]
-        asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language) or i in faint]
+        asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language)]
         if not asked or not installed:
             return outcomes
         packs = [next(code for code in codes if code in installed) for script, codes in SCRIPT_LANGUAGES.items()
@@ -183,9 +176,6 @@ class RoutingRecognizer:
         if cjk_by_ppocr:   # read unsurely with letters enough: PP-OCRv6 names Chinese and Japanese ones
             self._cjk_lines(items, outcomes, [i for i in asked if named[i].script is None
                                               and not _cjk_candidate(items[i], outcomes[i])])
-        for i in faint:   # and nothing else reads it either (Korean, Hebrew... with no pack here): said so
-            if named[i].script is None and named[i].latin_confidence < LINE_MIN_CONFIDENCE:
-                outcomes[i] = _unreadable(outcomes[i], None)
         by_packs: dict[str, list[int]] = {}
         for i, line in named.items():
             packs_here = packs_for_script(line.script, installed) if line.script not in (None, "Latin") else None

@@ -96,7 +96,6 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
 class LineScript:
     script: str | None      # vision.scripts name; None: not named
     reading: str | None     # the naming pack's reading of the line, where another script's pack named it
-    latin_confidence: float = 0.0   # the Latin pack's mean word confidence on the line, 0-100
 
 
 def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: list[str],
@@ -112,7 +111,7 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     with tempfile.TemporaryDirectory(prefix="ocrserve-script-") as tmp:
         english = _row_scores(_read_rows(command, Path(tmp) / "lines.png", images, latin_pack), latin_pack,
                               len(images), own_only=False)
-        found = [LineScript("Latin" if score >= LINE_SURE_LATIN else None, None, score) for score in english]
+        found = [LineScript("Latin" if score >= LINE_SURE_LATIN else None, None) for score in english]
         unsure = [k for k, named in enumerate(found) if named.script is None]
         packs = [pack for pack in dict.fromkeys(packs) if pack in installed and pack not in (latin_pack, LATIN_PACK)]
         if not unsure or not packs:
@@ -125,8 +124,7 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     for row, k in enumerate(unsure):
         best = max(range(len(packs)), key=lambda p: scores[p][row])
         if scores[best][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
-            found[k] = LineScript(_pack_script(packs[best]), " ".join(word for word, _ in readings[best][row]),
-                                  english[k])
+            found[k] = LineScript(_pack_script(packs[best]), " ".join(word for word, _ in readings[best][row]))
     return found
 
 
