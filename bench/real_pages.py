@@ -70,6 +70,7 @@ PAGE_LISTS = (ROOT / "bench" / "real_pages.json", ROOT / "bench" / "held_out_202
 # documents installed by --install for other benchmarks (bench/facts/), not read here
 INSTALL_ONLY_LISTS = (ROOT / "bench" / "held_out_math_2026-12-06.json",)
 AUGRAPHY_VENV = ROOT / "artifacts" / "augraphy-venv"
+SCRIBBLE_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")   # fonts-dejavu-core, set-up installs it
 SDISTS = ROOT / "artifacts" / "sdists"   # documents shipped in PyPI source archives (a list entry's source "pypi-sdist")
 AUGRAPHY_VERSION = "8.2.6"
 DPI = 150            # the scan-like copies and Tesseract's reference renders
@@ -221,6 +222,16 @@ def build_augraphy(pages: list[Page], out: Path, seed: int, keep: bool) -> None:
     if not python.exists():
         sys.exit(f"{python} is missing: run with --install (it makes the augraphy environment)")
     jobs = [{"pdf": str(page.pdf), "page": page.number, "name": page.name} for page in todo]
+    # augraphy's pencil scribbles write text in a font from fonts/ in its working directory; with
+    # none there it downloads one (no network here) or copies a random system font, and a .otf
+    # (texlive installs many) leaves its *.ttf list empty and the run fails: give it DejaVu Sans
+    fonts = AUGRAPHY_VENV / "fonts"
+    fonts.mkdir(exist_ok=True)
+    for stray in fonts.iterdir():
+        if stray.name != SCRIBBLE_FONT.name:
+            stray.unlink()
+    if not (fonts / SCRIBBLE_FONT.name).exists():
+        shutil.copy(SCRIBBLE_FONT, fonts / SCRIBBLE_FONT.name)
     print(f"augraphy: degrading {len(todo)} pages ...", flush=True)
     subprocess.run([str(python), str(ROOT / "bench" / "augraphy_pages.py"), "--out", str(out.resolve()), "--dpi",
                     str(BEST_DPI), "--seed", str(seed)], input=json.dumps(jobs), text=True, check=True,
