@@ -71,10 +71,9 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
         candidates.append("jpn")
     with tempfile.TemporaryDirectory(prefix="ocrserve-script-") as tmp:
         sample = Path(tmp) / "sample.png"
-        _stacked(images).save(sample)
-        with ThreadPoolExecutor(max_workers=num_processes) as pool:
-            readings = dict(zip(candidates, pool.map(
-                lambda pack: [(word, conf) for word, conf, _ in _read_tsv(command, sample, pack)], candidates)))
+        widest = sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES]
+        readings = {pack: [word for row in rows for word in row]
+                    for pack, rows in zip(candidates, _read_rows(command, sample, widest, candidates, num_processes))}
         scores = {pack: _mean_confidence(words) if _own_share(pack, words) >= MIN_OWN_SHARE else 0.0
                   for pack, words in readings.items()}
         best = max(scores, key=lambda pack: scores[pack], default=None)
@@ -109,18 +108,15 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     if not images or latin_pack not in installed:
         return [LineScript(None, None)] * len(images)
     with tempfile.TemporaryDirectory(prefix="ocrserve-script-") as tmp:
-        english = _row_scores(_read_rows(command, Path(tmp) / "lines.png", images, latin_pack), latin_pack,
-                              len(images), own_only=False)
+        english = _row_scores(_read_rows(command, Path(tmp) / "lines.png", images, [latin_pack])[0], latin_pack,
+                              own_only=False)
         found = [LineScript("Latin" if score >= LINE_SURE_LATIN else None, None) for score in english]
         unsure = [k for k, named in enumerate(found) if named.script is None]
         packs = [pack for pack in dict.fromkeys(packs) if pack in installed and pack not in (latin_pack, LATIN_PACK)]
         if not unsure or not packs:
             return found
-        rows = [images[k] for k in unsure]
-        with ThreadPoolExecutor(max_workers=num_processes) as pool:
-            readings = list(pool.map(lambda pack: _read_rows(command, Path(tmp) / f"unsure-{pack}.png", rows, pack),
-                                     packs))
-    scores = [_row_scores(read, pack, len(rows)) for read, pack in zip(readings, packs)]
+        readings = _read_rows(command, Path(tmp) / "unsure.png", [images[k] for k in unsure], packs, num_processes)
+    scores = [_row_scores(read, pack) for read, pack in zip(readings, packs)]
     for row, k in enumerate(unsure):
         best = max(range(len(packs)), key=lambda p: scores[p][row])
         if scores[best][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
@@ -128,26 +124,32 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     return found
 
 
-def _read_rows(command: str, sheet: Path, images: list[Image.Image], pack: str) -> list[list[tuple[str, float]]]:
-    """The words `pack` reads on each of `images`, stacked one per row of a sheet saved at `sheet`."""
+def _read_rows(command: str, sheet: Path, images: list[Image.Image], packs: list[str],
+               num_processes: int = 1) -> list[list[list[tuple[str, float]]]]:
+    """For each of `packs`, the words it reads on each of `images`: the images are stacked one per
+    row on a sheet saved once at `sheet`, which the packs read at once."""
     image, pitch, gap = _rows_sheet(images)
-    if not sheet.exists():
-        image.save(sheet)
-    rows: list[list[tuple[str, float]]] = [[] for _ in images]
-    for word, conf, centre in _read_tsv(command, sheet, pack):
-        row = int((centre - gap / 2) // pitch)
-        if 0 <= row < len(rows):
-            rows[row].append((word, conf))
-    return rows
+    image.save(sheet)
+
+    def read(pack: str) -> list[list[tuple[str, float]]]:
+        rows: list[list[tuple[str, float]]] = [[] for _ in images]
+        for word, conf, centre in _read_tsv(command, sheet, pack):
+            row = int((centre - gap / 2) // pitch)
+            if 0 <= row < len(rows):
+                rows[row].append((word, conf))
+        return rows
+
+    with ThreadPoolExecutor(max_workers=max(1, num_processes)) as pool:
+        return list(pool.map(read, packs))
 
 
-def _row_scores(rows: list[list[tuple[str, float]]], pack: str, count: int, own_only: bool = True) -> list[float]:
+def _row_scores(rows: list[list[tuple[str, float]]], pack: str, own_only: bool = True) -> list[float]:
     """Each row's mean word confidence, weighted by length; with `own_only` (another script's pack),
     0 where the reading is not mostly in the pack's script or holds fewer than `MIN_OWN_LETTERS` of
     its letters unlike Latin ones."""
     return [_mean_confidence(words) if not own_only or (_own_share(pack, words) >= MIN_OWN_SHARE
                                                         and _unlike_latin(words) >= MIN_OWN_LETTERS) else 0.0
-            for words in rows[:count]]
+            for words in rows]
 
 
 def _unlike_latin(words: list[tuple[str, float]]) -> int:
@@ -177,11 +179,6 @@ def _rows_sheet(images: list[Image.Image]) -> tuple[Image.Image, int, int]:
     for k, image in enumerate(scaled):
         sheet.paste(image, (gap, gap + k * pitch + (height - image.height) // 2))
     return sheet, pitch, gap
-
-
-def _stacked(images: list[Image.Image]) -> Image.Image:
-    """The widest lines, one under another on white (`_rows_sheet`)."""
-    return _rows_sheet(sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES])[0]
 
 
 def _read_tsv(command: str, image: Path, pack: str) -> list[tuple[str, float, float]]:
