@@ -17,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 from vision.layout import RecognitionTask
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome
 from workers.recognizers.languages import installed_languages
-from workers.recognizers.routing import UNREADABLE, RoutingRecognizer
+from workers.recognizers.routing import UNREADABLE, RoutingRecognizer, _beyond_house
 
 pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs Tesseract (scripts/setup.sh)")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -188,3 +188,17 @@ def _cjk_line(text: str) -> Image.Image:
     page.insert_text((10, 21), text, fontname="china-s", fontsize=13)
     pix = page.get_pixmap(dpi=200)
     return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+
+
+def test_a_stray_letter_of_the_pages_script_does_not_unseat_a_confident_latin_reading():
+    """On a Russian page the Russian pack + English read English lines with a stray Cyrillic
+    letter (seen on the multilingual set's maint-guide page); such a reading is not another
+    script's, a line with a whole Russian word in it is, and on a Latin page any letter the house
+    model cannot write still is (Vietnamese)."""
+    assert not _beyond_house("Е ог some types of packages where there are multiple", "Cyrillic")
+    assert not _beyond_house("Recommends: 1166а74 (>> 4.0.7)", "Cyrillic")
+    assert _beyond_house("вместо ${shlibs:Depends}.", "Cyrillic")
+    assert _beyond_house("Пакет не будет установлен", "Cyrillic")
+    assert _beyond_house("Sử dụng debhelper", "Latin")
+    assert not _beyond_house("For some types of packages", "Cyrillic")
+

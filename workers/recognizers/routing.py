@@ -23,7 +23,8 @@ Merged, per line: PP-OCRv6's reading where it is sure of it (`TRUST_PPOCR`: on t
 French pages the house model dropped umlauts and accents it could write, 'fur' for 'für'; with the
 fifth phase's weights, which write them, it still reads those pages worse alone than merged: word
 recall 0.960 / 0.932 against 0.976 / 0.969, 2026-12-06); the other
-reading where it holds letters the house model cannot write; else
+reading where it holds letters the house model cannot write (on a page of another script, a
+reading mostly in Latin letters needs a whole word in the script: `_beyond_house`); else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
 a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
@@ -69,6 +70,9 @@ MINORITY_LOW_CONFIDENCE = 0.6
 MINORITY_MIN_LETTERS = 6
 MINORITY_STRANGE_SHARE = 0.3
 CJK_MIN_ASPECT = 4.0   # and a line read very unsurely this many times as wide as high goes to PP-OCRv6 first
+# a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
+# line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
+OTHER_WORD_LETTERS = 3
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
 
@@ -230,7 +234,7 @@ class RoutingRecognizer:
         for i, own in enumerate(house):
             other = read.get(i)
             if other is not None and other.ok and other.text and (
-                    not house_writes(other.text) or (i in by_lines and (other.confidence or 0) >= TRUST_PPOCR)):
+                    _beyond_house(other.text, script) or (i in by_lines and (other.confidence or 0) >= TRUST_PPOCR)):
                 chosen = other
             elif own.ok and own.text and (own.confidence or 0) >= KEEP_HOUSE_CONFIDENCE:
                 chosen = own
@@ -241,6 +245,21 @@ class RoutingRecognizer:
             line_script = script_of_text(chosen.text or "") or script
             merged.append(_labelled(chosen, line_script, language if line_script == (script or line_script) else None))
         return merged
+
+
+def _beyond_house(text: str, script: str | None) -> bool:
+    """Whether another reader's reading of a line holds what the house model cannot write. On a
+    page of another script a reading mostly in Latin letters needs a whole word of the script
+    (`OTHER_WORD_LETTERS` letters, none the house writes) as well: the Russian pack + English reads
+    an English line with a stray Cyrillic letter or two ('Е ог some types of packages...' for 'For
+    some types...', 'libbaz4' as '1166а74'), and the house model's confident reading of it is
+    the better one."""
+    if house_writes(text):
+        return False
+    if script in (None, "Latin") or script_of_text(text) != "Latin":
+        return True
+    return any(sum(char.isalpha() for char in word) >= OTHER_WORD_LETTERS
+               and not any(char.isalpha() and house_writes(char) for char in word) for word in text.split())
 
 
 def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
