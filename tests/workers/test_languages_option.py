@@ -67,3 +67,7 @@ def test_each_script_gets_its_first_installed_pack_and_english():
     assert packs_for_script("Cyrillic", frozenset({"eng", "ukr", "rus"})) == "rus+eng"
     assert packs_for_script("Han", frozenset({"chi_tra"})) == "chi_tra"
     assert packs_for_script("Hebrew", frozenset({"eng"})) is None
+    # the language found among the script's packs, where it is one of them and installed
+    assert packs_for_script("Cyrillic", frozenset({"eng", "ukr", "rus"}), "ukr") == "ukr+eng"
+    assert packs_for_script("Cyrillic", frozenset({"eng", "rus"}), "ukr") == "rus+eng"
+    assert packs_for_script("Cyrillic", frozenset({"eng", "rus", "ell"}), "ell") == "rus+eng"

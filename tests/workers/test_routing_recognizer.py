@@ -202,3 +202,30 @@ def test_a_stray_letter_of_the_pages_script_does_not_unseat_a_confident_latin_re
     assert _beyond_house("Sử dụng debhelper", "Latin")
     assert not _beyond_house("For some types of packages", "Cyrillic")
 
+
+def test_ukrainian_is_told_from_russian_by_the_pack_that_reads_it_best():
+    """The Russian pack reads Ukrainian 'і' as '1' and 'ї' as '!'; with the Ukrainian pack
+    installed too, a Ukrainian page is read with it, and a Russian page still with Russian's."""
+    _needs("rus", "ukr")
+    ukrainian = ["Їжак їсть яблука і груші в нашому саду", "Ця програма допомагає створювати пакунки",
+                 "Сьогодні гарна погода, і ми йдемо гуляти"]
+    russian = ["Съешь же ещё этих мягких булок", "да выпей же чаю и отдохни", "программа для создания пакетов"]
+    house = [("Ix<ak icTb a6AyKa i rpywi B HawoMy cagy", 0.41), ("lla nporpama gonomarae ctBopioBatu", 0.38),
+             ("Cboroghi rapHa noroga, i mu Vigemo", 0.45)]
+    read = _read(ukrainian, house)
+    assert {(o.script, o.language) for o in read} == {("Cyrillic", "ukr")}, [o.text for o in read]
+    joined = " ".join(o.text for o in read)
+    for word in ("Їжак", "їсть", "груші", "допомагає", "створювати"):
+        assert word in joined, joined
+    assert {o.language for o in _read(russian, house)} == {"rus"}
+
+
+def test_a_ukrainian_line_on_a_latin_page_is_read_with_the_ukrainian_pack():
+    _needs("rus", "ukr")
+    lines = ENGLISH[:2] + ["Річний звіт про стан міської бібліотеки їхнього району"] + ENGLISH[2:]
+    house = [(ENGLISH[0], 0.99), (ENGLISH[1], 0.95), ("PiuHwñ 3BiT npo cTaH MicbKoï 6i6niotekn ïxHboro", 0.62),
+             (ENGLISH[2], 0.98), (ENGLISH[3], 0.99)]
+    read = _read(lines, house)
+    assert [o.text for k, o in enumerate(read) if k != 2] == ENGLISH
+    assert (read[2].script, read[2].language) == ("Cyrillic", "ukr"), read[2].text
+    assert {"звіт", "міської", "їхнього"} <= set(read[2].text.split()), read[2].text

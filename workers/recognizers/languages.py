@@ -117,10 +117,12 @@ def parse_languages(value: str | None, command: str = "tesseract") -> str:
     return "+".join(dict.fromkeys(codes))
 
 
-def packs_for_script(script: str, installed: frozenset[str]) -> str | None:
-    """The Tesseract languages that read a page in `script` (plus English for its Latin words),
-    or None when no pack for it is installed."""
-    first = next((code for code in SCRIPT_LANGUAGES.get(script, ()) if code in installed), None)
+def packs_for_script(script: str, installed: frozenset[str], pack: str | None = None) -> str | None:
+    """The Tesseract languages that read a page in `script` (plus English for its Latin words):
+    `pack` where it is one of the script's and installed (the language found), else the script's
+    first installed; None when no pack for it is installed."""
+    codes = [code for code in SCRIPT_LANGUAGES.get(script, ()) if code in installed]
+    first = pack if pack in codes else next(iter(codes), None)
     if first is None:
         return None
     return f"{first}+eng" if "eng" in installed and first != "eng" else first

@@ -127,7 +127,7 @@ class RoutingRecognizer:
                                 self.num_processes)
         if guess.script == "Latin" or (guess.script is None and guess.pack is not None):
             return self._minority_lines(items, self._latin_page(items, house, installed), installed)
-        packs = packs_for_script(guess.script, installed) if guess.script else None
+        packs = packs_for_script(guess.script, installed, guess.pack) if guess.script else None
         if packs is None:
             return [_labelled(outcome, guess.script, None) if outcome.ok and
                     (outcome.confidence or 0) >= KEEP_HOUSE_CONFIDENCE and outcome.text
@@ -173,8 +173,8 @@ class RoutingRecognizer:
         asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language)]
         if not asked or not installed:
             return outcomes
-        packs = [next(code for code in codes if code in installed) for script, codes in SCRIPT_LANGUAGES.items()
-                 if any(code in installed for code in codes) and not (cjk_by_ppocr and script in ("Han", "Japanese"))]
+        packs = [code for script, codes in SCRIPT_LANGUAGES.items() for code in codes
+                 if code in installed and not (cjk_by_ppocr and script in ("Han", "Japanese"))]
         named = dict(zip(asked, identify_lines([items[i].image for i in asked], installed, packs, self.tesseract_cmd,
                                                self.num_processes, latin_pack=language or "eng")))
         if cjk_by_ppocr:   # read unsurely with letters enough: PP-OCRv6 names Chinese and Japanese ones
@@ -182,7 +182,7 @@ class RoutingRecognizer:
                                               and not _cjk_candidate(items[i], outcomes[i])])
         by_packs: dict[str, list[int]] = {}
         for i, line in named.items():
-            packs_here = packs_for_script(line.script, installed) if line.script not in (None, "Latin") else None
+            packs_here = packs_for_script(line.script, installed, line.pack) if line.script not in (None, "Latin") else None
             if packs_here is not None:
                 by_packs.setdefault(packs_here, []).append(i)
         for packs_here, ids in by_packs.items():

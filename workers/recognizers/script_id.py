@@ -22,6 +22,10 @@ surely (`LINE_MIN_CONFIDENCE`) and `MIN_LEAD` more surely than the Latin pack, m
 letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`). (Scoring by the
 median word instead of the mean, and asking a lead over the other scripts' packs too, were
 tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
+
+A script with several packs installed (Cyrillic: Russian, Ukrainian, Bulgarian) names its language
+by reading the same sheet with each (`_language_pack`): the Russian pack reads Ukrainian 'і' as '1'
+and 'ї' as '!', and the pack of the text's own language reads it most surely.
 """
 from __future__ import annotations
 
@@ -50,6 +54,10 @@ MAX_ROW_WIDTH = 3000      # px: a longer line is scaled down whole to fit its ro
 # a pack names a line only where its reading holds this many of its script's letters that no Latin
 # letter looks like: the Russian pack reads a reference card's "M-E" as Cyrillic "М-Е", surely
 MIN_OWN_LETTERS = 3
+# another pack of the page's script names its language only reading the lines this much more surely
+# (pooled mean word confidence) than the script's first pack: on English pages' lines of Ukrainian,
+# Bulgarian and Russian (bench/minority_scripts.py) the right pack led by 5.8, 3.2 and 2.7
+LANGUAGE_MIN_LEAD = 2.0
 # Cyrillic and Greek letters drawn like Latin ones
 LATIN_LOOKALIKES = frozenset("АВЕЅІЈКМНОРСТУХаеіјорсуххѕԁԛԝ" "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνυρ")
 
@@ -72,13 +80,17 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
     with tempfile.TemporaryDirectory(prefix="ocrserve-script-") as tmp:
         sample = Path(tmp) / "sample.png"
         widest = sorted(images, key=lambda image: -image.width / max(1, image.height))[:SAMPLE_LINES]
-        readings = {pack: [word for row in rows for word in row]
-                    for pack, rows in zip(candidates, _read_rows(command, sample, widest, candidates, num_processes))}
+        sheet = _Sheet.save(widest, sample)
+        rows_of = dict(zip(candidates, sheet.read(command, candidates, num_processes)))
+        readings = {pack: [word for row in rows for word in row] for pack, rows in rows_of.items()}
         scores = {pack: _mean_confidence(words) if _own_share(pack, words) >= MIN_OWN_SHARE else 0.0
                   for pack, words in readings.items()}
         best = max(scores, key=lambda pack: scores[pack], default=None)
         if best is None or scores[best] < MIN_CONFIDENCE:
             return ScriptGuess(_osd_script(command, sample), None, scores.get(best, 0.0) if best else 0.0)
+        language = _language_pack(sheet, best, rows_of[best], installed, command, num_processes)
+        if language != best:
+            return ScriptGuess(_pack_script(language), language, scores[best])
     text = " ".join(word for word, _ in readings[best])
     script = script_of_text(text)
     if best in ("chi_sim", "chi_tra", "jpn") and "jpn" in readings:
@@ -95,15 +107,18 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
 class LineScript:
     script: str | None      # vision.scripts name; None: not named
     reading: str | None     # the naming pack's reading of the line, where another script's pack named it
+    pack: str | None = None   # that pack: the script's first installed, or the one of its language (`_language_pack`)
 
 
 def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: list[str],
                    command: str = "tesseract", num_processes: int = 2,
                    latin_pack: str = LATIN_PACK) -> list[LineScript]:
     """Each line crop's script: "Latin" where `latin_pack` (the page's language, else English)
-    reads it surely, the script of the pack in `packs` (one per script) that reads it best by the
-    rule in the module docstring (with that pack's reading), or None where neither holds (a
-    damaged Latin line, or a script none of `packs` reads)."""
+    reads it surely, the script of the pack in `packs` (every installed pack of the scripts asked
+    about) that reads it best by the rule in the module docstring, with the reading of the pack of
+    its language (`_language_of`), or None where neither holds (a damaged Latin line, or a script
+    none of `packs` reads). Every pack of a script reads, not only its first: the Russian pack
+    reads a line of Ukrainian too unsurely to name it."""
     latin_pack = latin_pack if latin_pack in installed else LATIN_PACK
     if not images or latin_pack not in installed:
         return [LineScript(None, None)] * len(images)
@@ -115,32 +130,81 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
         packs = [pack for pack in dict.fromkeys(packs) if pack in installed and pack not in (latin_pack, LATIN_PACK)]
         if not unsure or not packs:
             return found
-        readings = _read_rows(command, Path(tmp) / "unsure.png", [images[k] for k in unsure], packs, num_processes)
-    scores = [_row_scores(read, pack) for read, pack in zip(readings, packs)]
+        rows_of = dict(zip(packs, _read_rows(command, Path(tmp) / "unsure.png", [images[k] for k in unsure], packs,
+                                             num_processes)))
+    scores = {pack: _row_scores(rows, pack) for pack, rows in rows_of.items()}
+    best = {row: max(packs, key=lambda pack: scores[pack][row]) for row in range(len(unsure))}
+    named: dict[str | None, list[int]] = {}   # script -> the sheet's rows named in it
     for row, k in enumerate(unsure):
-        best = max(range(len(packs)), key=lambda p: scores[p][row])
-        if scores[best][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
-            found[k] = LineScript(_pack_script(packs[best]), " ".join(word for word, _ in readings[best][row]))
+        if scores[best[row]][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
+            named.setdefault(_pack_script(best[row]), []).append(row)
+    for script, rows in named.items():
+        # Chinese and Japanese share their kanji: each line keeps the pack that read it best
+        languages = [code for code in SCRIPT_LANGUAGES.get(script or "", ()) if code in rows_of]
+        language = None if script in (None, "Han", "Japanese") or not languages else _language_of(
+            languages, rows_of, rows)
+        for row in rows:
+            pack = language or best[row]
+            found[unsure[row]] = LineScript(script, " ".join(word for word, _ in rows_of[pack][row]), pack)
     return found
+
+
+@dataclass(frozen=True)
+class _Sheet:
+    """Line crops stacked one per row on a sheet saved once (`_rows_sheet`), which packs read."""
+    path: Path
+    count: int
+    pitch: int
+    gap: int
+
+    @classmethod
+    def save(cls, images: list[Image.Image], path: Path) -> _Sheet:
+        image, pitch, gap = _rows_sheet(images)
+        image.save(path)
+        return cls(path, len(images), pitch, gap)
+
+    def read(self, command: str, packs: list[str], num_processes: int = 1) -> list[list[list[tuple[str, float]]]]:
+        """For each of `packs`, the words it reads on each row, put back on their rows by where they lie."""
+        def read(pack: str) -> list[list[tuple[str, float]]]:
+            rows: list[list[tuple[str, float]]] = [[] for _ in range(self.count)]
+            for word, conf, centre in _read_tsv(command, self.path, pack):
+                row = int((centre - self.gap / 2) // self.pitch)
+                if 0 <= row < len(rows):
+                    rows[row].append((word, conf))
+            return rows
+
+        with ThreadPoolExecutor(max_workers=max(1, num_processes)) as pool:
+            return list(pool.map(read, packs))
 
 
 def _read_rows(command: str, sheet: Path, images: list[Image.Image], packs: list[str],
                num_processes: int = 1) -> list[list[list[tuple[str, float]]]]:
-    """For each of `packs`, the words it reads on each of `images`: the images are stacked one per
-    row on a sheet saved once at `sheet`, which the packs read at once."""
-    image, pitch, gap = _rows_sheet(images)
-    image.save(sheet)
+    """For each of `packs`, the words it reads on each of `images` (a `_Sheet` saved at `sheet`)."""
+    return _Sheet.save(images, sheet).read(command, packs, num_processes)
 
-    def read(pack: str) -> list[list[tuple[str, float]]]:
-        rows: list[list[tuple[str, float]]] = [[] for _ in images]
-        for word, conf, centre in _read_tsv(command, sheet, pack):
-            row = int((centre - gap / 2) // pitch)
-            if 0 <= row < len(rows):
-                rows[row].append((word, conf))
-        return rows
 
-    with ThreadPoolExecutor(max_workers=max(1, num_processes)) as pool:
-        return list(pool.map(read, packs))
+def _language_pack(sheet: _Sheet, pack: str, rows: list[list[tuple[str, float]]],
+                   installed: frozenset[str], command: str, num_processes: int) -> str:
+    """The language of a page in a script with several packs installed (Russian, Ukrainian,
+    Bulgarian): `pack`, the script's first, read the sample `sheet` as `rows`; each other installed
+    pack of the script reads it too, and `_language_of` picks."""
+    script = _pack_script(pack)
+    others = [code for code in SCRIPT_LANGUAGES.get(script or "", ()) if code in installed and code != pack]
+    if script in (None, "Han", "Japanese") or not others:
+        return pack
+    rows_of = {pack: rows, **dict(zip(others, sheet.read(command, others, num_processes)))}
+    return _language_of([pack, *others], rows_of, list(range(sheet.count)))
+
+
+def _language_of(packs: list[str], rows_of: dict[str, list[list[tuple[str, float]]]], rows: list[int]) -> str:
+    """Of one script's `packs` (its most read language first), the one whose reading of `rows` is
+    surest (pooled mean word confidence), where it leads the first by `LANGUAGE_MIN_LEAD`; else the
+    first."""
+    def pooled(pack: str) -> float:
+        return _mean_confidence([word for row in rows for word in rows_of[pack][row]])
+
+    best = max(packs[1:], key=pooled, default=packs[0])
+    return best if pooled(best) >= pooled(packs[0]) + LANGUAGE_MIN_LEAD else packs[0]
 
 
 def _row_scores(rows: list[list[tuple[str, float]]], pack: str, own_only: bool = True) -> list[float]:
