@@ -52,7 +52,7 @@ class JobRunner:
         self.data_dir = DataDir(settings.data_dir).ensure()
         self.store = JobStore(settings.job_store_location)
         self.blobs = blob_store_for(settings, self.data_dir)
-        self.pipeline = PagePipeline(recognizer, settings.vision_num_threads, word_alignment=settings.word_alignment,
+        self.pipeline = PagePipeline(recognizer, settings.page_threads, word_alignment=settings.word_alignment,
                                      mark_handwriting=settings.mark_handwriting)
 
     def start_job(self, job_id: str) -> list[tuple[int, int]] | None:

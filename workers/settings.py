@@ -20,6 +20,7 @@ values that break either.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -140,7 +141,13 @@ class Settings(BaseSettings):
 
     # Workers.
     worker_concurrency: int = Field(2, ge=1)
-    vision_num_threads: int = Field(2, ge=1)
+    # The host's cores shared out (`page_threads`, `engine_threads`). Unset: each page process's
+    # detectors get cores / worker_concurrency threads, and an engine started on this host beside
+    # the workers gets the cores they leave (at least one). Two page processes with two onnxruntime
+    # threads each and a two-thread engine on a 2-core machine took 10% more CPU for the same pages
+    # (docs/BENCHMARKS.md, "Threads", 2026-12-07).
+    vision_num_threads: int | None = Field(None, ge=1)
+    engine_num_threads: int | None = Field(None, ge=1)
     # Recognised lines' word boxes aligned on the line image (vision/ctc_align.py: one PP-OCRv4 recogniser pass
     # per line of two words or more, ~1.7x the house encoder's CPU per line); off (the default), they are
     # interpolated by character widths. Either way their edges then move onto the line's ink gaps
@@ -221,6 +228,16 @@ class Settings(BaseSettings):
         return url if url.endswith("/v1") else url + "/v1"
 
     @property
+    def page_threads(self) -> int:
+        """Threads each page process gives its vision models."""
+        return self.vision_num_threads or max(1, host_cores() // self.worker_concurrency)
+
+    @property
+    def engine_threads(self) -> int:
+        """torch threads for an engine started on this host beside its workers."""
+        return self.engine_num_threads or max(1, host_cores() - self.worker_concurrency)
+
+    @property
     def starts_own_engine(self) -> bool:
         """`serve` and `run` start our engine when it is the recogniser's endpoint and none is configured."""
         return self.recognizer in ("house", "openai") and not self.engine_url
@@ -238,3 +255,8 @@ class Settings(BaseSettings):
         return VisionLimits(max_upload_bytes=self.max_upload_bytes, max_pages=self.max_pages,
                             max_page_pixels=self.max_page_pixels, render_dpi=self.render_dpi,
                             conversion_timeout_s=self.conversion_timeout_s)
+
+
+def host_cores() -> int:
+    """The cores this process may run on (a container's or taskset's share, not the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

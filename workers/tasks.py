@@ -55,14 +55,19 @@ def _load_vision_models(**_: object) -> None:
     """Each pool process loads the layout and line models as it starts, while it waits for its
     first page (and `ocrserve run`'s engine loads), not inside that page. In a thread: Celery
     gives a starting process a few seconds to report in; a page that comes first waits on the
-    models' load lock."""
+    models' load lock. OpenCV's own threads are held to the process's share of the cores as
+    well (`Settings.page_threads`; OpenBLAS's by OMP_NUM_THREADS, which `start_worker` sets)."""
+    import cv2
+
+    cv2.setNumThreads(settings.page_threads)
+
     def load() -> None:
         from vision.layout import LayoutDetector
         from vision.lines import LineDetector
 
         try:
-            LayoutDetector(settings.vision_num_threads)
-            LineDetector(settings.vision_num_threads)
+            LayoutDetector(settings.page_threads)
+            LineDetector(settings.page_threads)
         except Exception:   # the first page loads them again and reports what is wrong
             logger.exception("could not load the vision models at start-up")
 

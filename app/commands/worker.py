@@ -80,6 +80,8 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
     from workers.tasks import celery_app
 
     concurrency = args.concurrency or settings.worker_concurrency
+    # the page processes read their settings from the environment: the same concurrency, to share the cores by
+    os.environ["OCRSERVE_WORKER_CONCURRENCY"] = str(concurrency)
     celery_app.worker_main(["worker", "--pool", "prefork", "--concurrency", str(concurrency), "--queues", QUEUE,
                             "--loglevel", args.loglevel, "--hostname", f"ocrserve@{socket.gethostname()}",
                             "--without-gossip", "--without-mingle"])
