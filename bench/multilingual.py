@@ -191,6 +191,11 @@ def main() -> int:
     for system in args.systems.split(","):
         out = args.work / f"out_{system}"
         if system in reused:
+            missing = [page["name"] for page in pages if not (out / f"{page['name']}.txt").exists()]
+            if missing:   # scored as empty they would read as a reader that found nothing
+                print(f"--reuse {system}: no earlier output for {', '.join(missing)}; run those languages "
+                      f"without --reuse first", file=sys.stderr)
+                return 2
             runs[system] = {**earlier.get(system, {}), "reused": True}
             continue
         runs[system] = (run_ocrserve(pages, args.work, out, args.ocrserve_languages) if system == "ocrserve"
