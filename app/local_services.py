@@ -157,8 +157,7 @@ def start_host_engines(settings: Settings, data_dir: Path, who: str
         if settings.starts_own_engine:
             print(f"ocrserve {who}: starting the engine ({settings.recognizer_model})", file=sys.stderr)
             engine, engine_url = start_engine(settings, child_env(settings), settings.engine_port,
-                                              data_dir / "engine.log", api_key=settings.engine_api_key,
-                                              beside_workers=settings.worker_concurrency)
+                                              data_dir / "engine.log", api_key=settings.engine_api_key)
             children.append(engine)
             overrides["engine_url"] = engine_url
             settings = settings.model_copy(update={"engine_url": engine_url})
@@ -169,7 +168,7 @@ def start_host_engines(settings: Settings, data_dir: Path, who: str
             extraction_engine, extraction_url = start_engine(
                 settings, child_env(settings), settings.extraction_port, data_dir / "extraction-engine.log",
                 extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS), model=endpoint.model,
-                api_key=endpoint.api_key, beside_workers=settings.worker_concurrency)
+                api_key=endpoint.api_key)
             extraction_engine.name = "extraction engine"
             children.append(extraction_engine)
             overrides["extraction_url"] = extraction_url
@@ -199,17 +198,14 @@ def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None
 
 def start_engine(settings: Settings, env: Mapping[str, str], port: int, log_path: Path | None = None,
                  ready_timeout_s: float = 600.0, extra_args: tuple[str, ...] = (),
-                 model: str | None = None, api_key: str | None = None,
-                 beside_workers: int | None = None) -> tuple[ManagedProcess, str]:
+                 model: str | None = None, api_key: str | None = None) -> tuple[ManagedProcess, str]:
     """Our engine on loopback serving `model` (default: the recogniser's model); returns it and its
     base URL (.../v1). Port 0 lets the engine pick a free port; the ready line says which.
     `api_key`: the key it requires, given through its environment (never on the command line,
     which every local user can read); None: whatever OCRSERVE_ENGINE_API_KEY `env` holds.
-    `beside_workers`: this host's page processes, whose cores the engine leaves them
-    (`Settings.engine_threads`); None: torch's own choice."""
+    Its torch threads: `Settings.engine_num_threads`, else torch's own choice (every core)."""
     model = model or settings.recognizer_model
-    threads = None if beside_workers is None else settings.model_copy(
-        update={"worker_concurrency": beside_workers}).engine_threads
+    threads = settings.engine_num_threads
     command = [sys.executable, "-m", "engine.server", "--model", model, "--host", "127.0.0.1", "--port", str(port),
                *(("--num-threads", str(threads)) if threads else ()), *extra_args]
     env = engine_env(env)

@@ -141,12 +141,14 @@ class Settings(BaseSettings):
 
     # Workers.
     worker_concurrency: int = Field(2, ge=1)
-    # The host's cores shared out (`page_threads`, `engine_threads`). Unset: each page process's
-    # detectors get cores / worker_concurrency threads, and an engine started on this host beside
-    # the workers gets the cores they leave (at least one). Two page processes with two onnxruntime
-    # threads each and a two-thread engine on a 2-core machine took 10% more CPU for the same pages
+    # Threads of each page process's vision models, OpenCV and OpenBLAS (`page_threads`). Unset:
+    # cores / worker_concurrency, the process's share. Two page processes with two threads each of
+    # onnxruntime, OpenCV and OpenBLAS on a 2-core machine took 10-14% more CPU for the same pages
     # (docs/BENCHMARKS.md, "Threads", 2026-12-07).
     vision_num_threads: int | None = Field(None, ge=1)
+    # torch threads of an engine `serve`, `run` or `worker --with-engine` starts. Unset: torch's own
+    # choice (every core): the engine runs while the page processes wait on it, and one thread there
+    # cost more CPU and wall time, not less (the same section).
     engine_num_threads: int | None = Field(None, ge=1)
     # Recognised lines' word boxes aligned on the line image (vision/ctc_align.py: one PP-OCRv4 recogniser pass
     # per line of two words or more, ~1.7x the house encoder's CPU per line); off (the default), they are
@@ -231,11 +233,6 @@ class Settings(BaseSettings):
     def page_threads(self) -> int:
         """Threads each page process gives its vision models."""
         return self.vision_num_threads or max(1, host_cores() // self.worker_concurrency)
-
-    @property
-    def engine_threads(self) -> int:
-        """torch threads for an engine started on this host beside its workers."""
-        return self.engine_num_threads or max(1, host_cores() - self.worker_concurrency)
 
     @property
     def starts_own_engine(self) -> bool:

@@ -128,7 +128,7 @@ class LocalServices:
             self.worker = start_worker(child_env(settings), self.concurrency, self.log_dir / "worker.log")
             self.children.append(self.worker)
             engine, url = start_engine(settings, child_env(settings), port, self.log_dir / "engine.log",
-                                       api_key=settings.engine_api_key, beside_workers=self.concurrency)
+                                       api_key=settings.engine_api_key)
             self.children.append(engine)
             self.settings = settings.model_copy(update={"engine_url": url})
         else:
@@ -146,7 +146,7 @@ class LocalServices:
         engine, _ = start_engine(self.settings, child_env(self.settings), urlsplit(endpoint.base_url).port or 0,
                                  self.log_dir / "extraction-engine.log", model=endpoint.model,
                                  extra_args=("--kv-tokens", str(EXTRACTION_KV_TOKENS), *EXTRACTION_ENGINE_ARGS),
-                                 api_key=endpoint.api_key, beside_workers=self.concurrency)
+                                 api_key=endpoint.api_key)
         try:
             _wait_until_serving(endpoint.base_url, engine)
         except BaseException:

@@ -149,8 +149,7 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
             worker = start_worker(child_env(settings), args.workers or settings.worker_concurrency, tmp / "worker.log")
             children.append(worker)
             engine, engine_url = start_engine(settings, child_env(settings), port, tmp / "engine.log",
-                                              api_key=settings.engine_api_key,
-                                              beside_workers=args.workers or settings.worker_concurrency)
+                                              api_key=settings.engine_api_key)
             children.append(engine)
             settings = settings.model_copy(update={"engine_url": engine_url})
         build_recognizer(settings).check()
@@ -158,8 +157,7 @@ def _run_jobs(args: argparse.Namespace, todo: list[tuple[BatchInput, str]], form
             endpoint = ExtractionEndpoint.from_settings(settings)
             engine, extraction_url = start_engine(settings, child_env(settings), 0, tmp / "extraction-engine.log",
                                                   extra_args=EXTRACTION_ENGINE_ARGS, model=endpoint.model,
-                                                  api_key=endpoint.api_key,
-                                                  beside_workers=args.workers or settings.worker_concurrency)
+                                                  api_key=endpoint.api_key)
             children.append(engine)
             settings = settings.model_copy(update={"extraction_url": extraction_url})
         service = JobService(settings)
