@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from workers.data_dir import open_private_log
-from workers.settings import Settings, host_cores
+from workers.settings import Settings, share_of_cores
 
 ENGINE_READY = re.compile(r"ocrserve engine ready on (http://\S+) model=(\S+)")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -189,10 +189,10 @@ def free_loopback_port() -> int:
 
 def start_worker(env: Mapping[str, str], concurrency: int, log_path: Path | None = None) -> ManagedProcess:
     command = [sys.executable, "-m", "app.commands.worker", "--concurrency", str(concurrency)]
-    # its settings say the same concurrency: they share out the cores by it (`Settings.page_threads`),
-    # and OpenMP and OpenBLAS (numpy) in each page process keep to its share unless told otherwise
-    env = {**env, "OCRSERVE_WORKER_CONCURRENCY": str(concurrency)}
-    env.setdefault("OMP_NUM_THREADS", env.get("OCRSERVE_VISION_NUM_THREADS") or str(max(1, host_cores() // concurrency)))
+    # OpenMP and OpenBLAS (numpy) in each page process keep to its share of the cores unless told
+    # otherwise: they read this as they load, before the worker could set it
+    env = dict(env)
+    env.setdefault("OMP_NUM_THREADS", env.get("OCRSERVE_VISION_NUM_THREADS") or str(share_of_cores(concurrency)))
     return ManagedProcess("worker", command, env, log_path)
 
 

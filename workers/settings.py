@@ -232,7 +232,7 @@ class Settings(BaseSettings):
     @property
     def page_threads(self) -> int:
         """Threads each page process gives its vision models."""
-        return self.vision_num_threads or max(1, host_cores() // self.worker_concurrency)
+        return self.vision_num_threads or share_of_cores(self.worker_concurrency)
 
     @property
     def starts_own_engine(self) -> bool:
@@ -257,3 +257,8 @@ class Settings(BaseSettings):
 def host_cores() -> int:
     """The cores this process may run on (a container's or taskset's share, not the machine's)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def share_of_cores(processes: int) -> int:
+    """Threads for each of `processes` that share this host's cores, at least one."""
+    return max(1, host_cores() // processes)

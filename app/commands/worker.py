@@ -76,12 +76,13 @@ def _run_worker(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         except RecognizerUnavailableError as exc:
             print(f"ocrserve worker: warning: {exc}; pages will be retried until it answers", file=sys.stderr)
+    concurrency = args.concurrency or settings.worker_concurrency
+    # workers.tasks reads its settings from the environment as it is imported (below): the same
+    # concurrency, which the page processes share the cores by (`Settings.page_threads`)
+    os.environ["OCRSERVE_WORKER_CONCURRENCY"] = str(concurrency)
     from workers.celery_app import QUEUE
     from workers.tasks import celery_app
 
-    concurrency = args.concurrency or settings.worker_concurrency
-    # the page processes read their settings from the environment: the same concurrency, to share the cores by
-    os.environ["OCRSERVE_WORKER_CONCURRENCY"] = str(concurrency)
     celery_app.worker_main(["worker", "--pool", "prefork", "--concurrency", str(concurrency), "--queues", QUEUE,
                             "--loglevel", args.loglevel, "--hostname", f"ocrserve@{socket.gethostname()}",
                             "--without-gossip", "--without-mingle"])

@@ -139,10 +139,8 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
         if scores[best[row]][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
             named.setdefault(_pack_script(best[row]), []).append(row)
     for script, rows in named.items():
-        # Chinese and Japanese share their kanji: each line keeps the pack that read it best
-        languages = [code for code in SCRIPT_LANGUAGES.get(script or "", ()) if code in rows_of]
-        language = None if script in (None, "Han", "Japanese") or not languages else _language_of(
-            languages, rows_of, rows)
+        languages = _languages(script, rows_of)
+        language = _language_of(languages, rows_of, rows) if languages else None   # else the row's best pack
         for row in rows:
             pack = language or best[row]
             found[unsure[row]] = LineScript(script, " ".join(word for word, _ in rows_of[pack][row]), pack)
@@ -188,12 +186,20 @@ def _language_pack(sheet: _Sheet, pack: str, rows: list[list[tuple[str, float]]]
     """The language of a page in a script with several packs installed (Russian, Ukrainian,
     Bulgarian): `pack`, the script's first, read the sample `sheet` as `rows`; each other installed
     pack of the script reads it too, and `_language_of` picks."""
-    script = _pack_script(pack)
-    others = [code for code in SCRIPT_LANGUAGES.get(script or "", ()) if code in installed and code != pack]
-    if script in (None, "Han", "Japanese") or not others:
+    others = [code for code in _languages(_pack_script(pack), installed) if code != pack]
+    if not others:
         return pack
     rows_of = {pack: rows, **dict(zip(others, sheet.read(command, others, num_processes)))}
     return _language_of([pack, *others], rows_of, list(range(sheet.count)))
+
+
+def _languages(script: str | None, available) -> list[str]:
+    """The packs of `script` among `available`, its most read language first, that compete to name
+    its language; none for Chinese and Japanese, which share their kanji (each line or page keeps
+    the pack that read it best, as `identify_script` decides between them)."""
+    if script in (None, "Han", "Japanese"):
+        return []
+    return [code for code in SCRIPT_LANGUAGES.get(script, ()) if code in available]
 
 
 def _language_of(packs: list[str], rows_of: dict[str, list[list[tuple[str, float]]]], rows: list[int]) -> str:
