@@ -22,7 +22,7 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng libgl1 libglib2.0-0 \
        tesseract-ocr-osd tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-pol tesseract-ocr-ces \
        tesseract-ocr-vie tesseract-ocr-rus tesseract-ocr-ukr tesseract-ocr-bul tesseract-ocr-ell tesseract-ocr-ara tesseract-ocr-chi-sim \
-       tesseract-ocr-jpn fonts-dejavu-core fonts-freefont-ttf \
+       tesseract-ocr-jpn tesseract-ocr-kor fonts-dejavu-core fonts-freefont-ttf \
        libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 

@@ -7,13 +7,13 @@ English and a few of its lines are not. Nothing tells ocrserve (`--languages det
 default); its router reads the page as Latin and asks about the lines the house model read
 unsurely (`workers.recognizers.routing._minority_lines`).
 
-Pages: for each of six languages (Russian, Ukrainian, Bulgarian, Greek, Simplified Chinese,
-Japanese) `--pages` pages of 16 English lines with 3 lines of the language put among them at
+Pages: for each of seven languages (Russian, Ukrainian, Bulgarian, Greek, Simplified Chinese,
+Japanese, Korean) `--pages` pages of 16 English lines with 3 lines of the language put among them at
 seeded places. The text is the software's own: English message strings and their translations
 from the gettext catalogs Debian packages install under /usr/share/locale (apt, coreutils,
 glib, GTK...; no evaluation here uses them, and no ocrserve training text comes from them).
-English lines are set in DejaVu Serif, Cyrillic and Greek in the same font, Chinese and
-Japanese in PyMuPDF's own CJK fonts, 11 pt on A4.
+English lines are set in DejaVu Serif, Cyrillic and Greek in the same font, Chinese,
+Japanese and Korean in PyMuPDF's own CJK fonts, 11 pt on A4.
 
 Variants, each system given what serves it best (as bench/real_pages.py does):
 - clean: ocrserve gets the one-page PDF (`--text-layer never`); Tesseract the page at 300 DPI;
@@ -55,7 +55,8 @@ CATALOGS = ("apt", "libapt-pkg6.0", "coreutils", "glib20", "gtk30", "gtk20", "dp
 # language -> (locale folder, script, Tesseract pack, PyMuPDF font name or None for DejaVu Serif)
 LANGUAGES = {"ru": ("ru", "Cyrillic", "rus", None), "uk": ("uk", "Cyrillic", "ukr", None),
              "bg": ("bg", "Cyrillic", "bul", None), "el": ("el", "Greek", "ell", None),
-             "zh": ("zh_CN", "Han", "chi_sim", "china-s"), "ja": ("ja", "Japanese", "jpn", "japan")}
+             "zh": ("zh_CN", "Han", "chi_sim", "china-s"), "ja": ("ja", "Japanese", "jpn", "japan"),
+             "ko": ("ko", "Hangul", "kor", "korea")}
 UNSPACED = {"zh", "ja"}
 SERIF = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"
 ENGLISH_LINES, FOREIGN_LINES = 16, 3

@@ -22,10 +22,10 @@ APT_PACKAGES+=(ghostscript)
 APT_PACKAGES+=(libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui bubblewrap)
 # Tesseract's language packs for the scripts and languages the house model cannot write (issue 34:
 # workers/recognizers/routing.py; bench/multilingual.py's languages; Ukrainian and Bulgarian beside Russian,
-# told apart by script_id._language_pack), ~16 MB together, and its script detection data.
+# told apart by script_id._language_pack; Korean), ~18 MB together, and its script detection data.
 APT_PACKAGES+=(tesseract-ocr-osd tesseract-ocr-deu tesseract-ocr-fra tesseract-ocr-pol tesseract-ocr-ces
                tesseract-ocr-vie tesseract-ocr-rus tesseract-ocr-ukr tesseract-ocr-bul tesseract-ocr-ell
-               tesseract-ocr-ara tesseract-ocr-chi-sim tesseract-ocr-jpn)
+               tesseract-ocr-ara tesseract-ocr-chi-sim tesseract-ocr-jpn tesseract-ocr-kor)
 # npm installs the web page's libraries below; Debian's package only where there is none.
 # Handwriting fonts: the handwriting line classifier trains on the first five families and is
 # checked on the rest (training/handwriting/data.py, tests/vision/test_handwriting.py).
