@@ -17,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 from vision.layout import RecognitionTask
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome
 from workers.recognizers.languages import installed_languages
-from workers.recognizers.routing import UNREADABLE, RoutingRecognizer, _beyond_house
+from workers.recognizers.routing import UNREADABLE, RoutingRecognizer, _beyond_house, _may_be_other_script
 
 pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs Tesseract (scripts/setup.sh)")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -229,3 +229,51 @@ def test_a_ukrainian_line_on_a_latin_page_is_read_with_the_ukrainian_pack():
     assert [o.text for k, o in enumerate(read) if k != 2] == ENGLISH
     assert (read[2].script, read[2].language) == ("Cyrillic", "ukr"), read[2].text
     assert {"звіт", "міської", "їхнього"} <= set(read[2].text.split()), read[2].text
+
+
+def _hangul_line(text: str) -> Image.Image:
+    """A line set in PyMuPDF's own Korean font (the wheel carries it; DejaVu has no Hangul)."""
+    import io
+
+    import pymupdf
+
+    font = ImageFont.truetype(io.BytesIO(pymupdf.Font("korea").buffer), 30)
+    width = int(font.getlength(text)) + 24
+    image = Image.new("RGB", (width, 48), "white")
+    ImageDraw.Draw(image).text((12, 6), text, fill="black", font=font)
+    return image
+
+
+KOREAN = ["이 프로그램은 문서를 읽고 텍스트로 바꿉니다", "파일을 열 수 없습니다. 다시 시도하십시오",
+          "설정을 저장한 다음 프로그램을 다시 시작하십시오"]
+
+
+def test_a_korean_page_and_a_korean_line_are_read_with_the_korean_pack():
+    """Korean has a pack (set-up installs tesseract-ocr-kor): a page of it is named Hangul and
+    read with it, and so is a Korean line among English ones."""
+    _needs("kor")
+    house = [("0| =22H2 23 2to", 0.31), ("T}0|2 2 4 &ALICH. C}A| AISt", 0.28), ("4/8S AAst CtS I=", 0.3)]
+    items = [RecognitionItem(_hangul_line(text), RecognitionTask.TEXT, is_single_line=True) for text in KOREAN]
+    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
+    assert {(o.script, o.language) for o in read} == {("Hangul", "kor")}, [o.text for o in read]
+    joined = " ".join(o.text for o in read)
+    for word in ("프로그램은", "문서를", "저장한"):
+        assert word in joined, joined
+    items = [RecognitionItem(_line(text), RecognitionTask.TEXT, is_single_line=True) for text in ENGLISH[:2]]
+    items.insert(1, RecognitionItem(_hangul_line(KOREAN[0]), RecognitionTask.TEXT, is_single_line=True))
+    # a line of Hangul comes back from the house model as a few marks, read surely (seen on
+    # bench/minority_scripts.py's pages): too few letters to look foreign, too few for its width
+    read = RoutingRecognizer(HouseReadings([(ENGLISH[0], 0.99), ("- o t", 0.84), (ENGLISH[1], 0.97)])).recognize(items)
+    assert [read[0].text, read[2].text] == ENGLISH[:2]
+    assert (read[1].script, read[1].language) == ("Hangul", "kor"), read[1].text
+    assert {"프로그램은", "문서를"} <= set(read[1].text.split()), read[1].text
+
+
+def test_a_reading_far_too_short_for_its_line_is_asked_about():
+    """A wide line read as a few marks is asked about however surely it was read; an English
+    line read whole is not, nor is a short line read short."""
+    wide = _hangul_line(KOREAN[2])
+    assert _may_be_other_script(RecognitionOutcome("- o t", confidence=0.84), "eng", wide)
+    english = _line(ENGLISH[0])
+    assert not _may_be_other_script(RecognitionOutcome(ENGLISH[0], confidence=0.84), "eng", english)
+    assert not _may_be_other_script(RecognitionOutcome("12", confidence=0.84), "eng", _line("12"))

@@ -70,6 +70,11 @@ MINORITY_LOW_CONFIDENCE = 0.6
 MINORITY_MIN_LETTERS = 6
 MINORITY_STRANGE_SHARE = 0.3
 CJK_MIN_ASPECT = 4.0   # and a line read very unsurely this many times as wide as high goes to PP-OCRv6 first
+# A line is asked about too, however surely it was read, where the reading holds fewer characters
+# than SPARSE_READING x its crop's width / height (a line of Latin print holds 1.5-2.5 times that
+# many): the house model writes a line of Hangul as a few marks ('- o t' at 0.84 for a line of
+# forty syllables), too few letters for the rules above.
+SPARSE_READING = 0.5
 # a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
 # line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
 OTHER_WORD_LETTERS = 3
@@ -170,7 +175,7 @@ class RoutingRecognizer:
         cjk_by_ppocr = ppocr.model_path() is not None
         if cjk_by_ppocr:
             self._cjk_lines(items, outcomes, [i for i in text_lines if _cjk_candidate(items[i], outcomes[i])])
-        asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language)]
+        asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language, items[i].image)]
         if not asked or not installed:
             return outcomes
         packs = [code for script, codes in SCRIPT_LANGUAGES.items() for code in codes
@@ -271,12 +276,17 @@ def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
             and script_of_text(outcome.text or "") in (None, "Latin"))
 
 
-def _may_be_other_script(outcome: RecognitionOutcome, language: str | None) -> bool:
+def _may_be_other_script(outcome: RecognitionOutcome, language: str | None, image: Image.Image) -> bool:
     """Whether a house reading on a Latin page may be of a line in another script (see
-    `MINORITY_CONFIDENCE`)."""
+    `MINORITY_CONFIDENCE` and `SPARSE_READING`)."""
     text = outcome.text or ""
     confidence = outcome.confidence if outcome.confidence is not None else 1.0
-    if not outcome.ok or confidence >= MINORITY_CONFIDENCE or script_of_text(text) not in (None, "Latin"):
+    if not outcome.ok or script_of_text(text) not in (None, "Latin"):
+        return False
+    aspect = image.width / max(1, image.height)
+    if aspect >= CJK_MIN_ASPECT and len(text.replace(" ", "")) < SPARSE_READING * aspect:
+        return True
+    if confidence >= MINORITY_CONFIDENCE:
         return False
     if sum(char.isalpha() for char in text) < MINORITY_MIN_LETTERS:
         return False
