@@ -13,7 +13,7 @@ house model first, and the page then decides, from that reading:
 | house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
-| a Latin page's line the house model read unsurely, unlike the page's language | `script_id.identify_lines` on those lines | that line: its script's pack + eng, or PP-OCRv6 (Chinese, Japanese) |
+| a Latin page's line read unsurely or as strange words, unlike the page's language, or as a few marks for its width | `script_id.identify_lines` on those lines | that line: its script's pack + eng, or PP-OCRv6 (Chinese, Japanese) |
 
 The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
 language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
@@ -26,7 +26,8 @@ recall 0.960 / 0.932 against 0.976 / 0.969, 2026-12-06); the other
 reading where it holds letters the house model cannot write (on a page of another script, a
 reading mostly in Latin letters needs a whole word in the script: `_beyond_house`); else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
-a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
+a Russian page); else the other one. Another reader's reading keeps no space inside a word the
+house model read whole (`_house_joins`: PP-OCRv6 splits typewriter-set words, 'fi le'). A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
 from the text; its token log keeps it) becomes U+FFFD with the line's confidence capped at
 `UNKNOWN_CONFIDENCE`. Every outcome says its `script` (from its text, else the page's) and its
@@ -43,9 +44,9 @@ from vision.layout import RecognitionTask
 from vision.scripts import script_counts, script_of_text
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, Recognizer
 from workers.recognizers import ppocr
-from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, guess_latin_language,
+from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, STOPWORDS, guess_latin_language,
                                            house_writes, installed_languages, latin_language_evidence,
-                                           packs_for_script)
+                                           packs_for_script, unaccented)
 from workers.recognizers.script_id import KANA_SHARE, SAMPLE_LINES, identify_lines, identify_script
 from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
@@ -69,6 +70,11 @@ MINORITY_CONFIDENCE = 0.9
 MINORITY_LOW_CONFIDENCE = 0.6
 MINORITY_MIN_LETTERS = 6
 MINORITY_STRANGE_SHARE = 0.3
+# A line read surely is asked about too where most of its words (SURE_STRANGE_SHARE, two at least)
+# are strange: the house model reads some Cyrillic lines as Latin-looking words at 0.91-0.95
+# ('Bce paBHO CO3IaTh HOBbIï? (y/N)', '3agBKaTa e OTMeHeHa'). On the 13 dev pages of the real-page
+# set that asks about 5 more of the 1057 lines read that surely (clean), 3 of 936 (scan).
+SURE_STRANGE_SHARE = 0.5
 CJK_MIN_ASPECT = 4.0   # and a line read very unsurely this many times as wide as high goes to PP-OCRv6 first
 # A line is asked about too, however surely it was read, where the reading holds fewer characters
 # than SPARSE_READING x its crop's width / height (a line of Latin print holds 1.5-2.5 times that
@@ -78,6 +84,9 @@ SPARSE_READING = 0.5
 # a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
 # line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
 OTHER_WORD_LETTERS = 3
+JOIN_MAX_PIECES = 4   # pieces of one word another reader split at its spaces (`_house_joins`)
+_WORD_EDGES = ".,;:!?()[]{}\"'«»‘’“”"
+_FREQUENT_WORDS = frozenset(unaccented(word) for words in STOPWORDS.values() for word in words)
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
 
@@ -247,6 +256,8 @@ class RoutingRecognizer:
                 chosen = other
             else:
                 chosen = own if own.ok and own.text else _unreadable(own, script)
+            if chosen is other and own.ok and own.text:
+                chosen = replace(other, text=_house_joins(other.text or "", own.text))
             line_script = script_of_text(chosen.text or "") or script
             merged.append(_labelled(chosen, line_script, language if line_script == (script or line_script) else None))
         return merged
@@ -265,6 +276,34 @@ def _beyond_house(text: str, script: str | None) -> bool:
         return True
     return any(sum(char.isalpha() for char in word) >= OTHER_WORD_LETTERS
                and not any(char.isalpha() and house_writes(char) for char in word) for word in text.split())
+
+
+def _house_joins(text: str, house: str) -> str:
+    """Another reader's reading of a line without the spaces it put inside words the house model
+    read whole. PP-OCRv6 reads a word set in a typewriter font inside a line of prose with a
+    space at each wide gap its narrow letters leave ('bui ld- essential', 'fi le', 'pbui lder' on
+    the French maintainers' guide; the house model, trained on such fonts too, reads
+    'build-essential', 'file'): up to `JOIN_MAX_PIECES` neighbouring pieces are joined where the
+    house reading holds them as one word (letters compared without accents, which the house model
+    may lack), each piece with a letter or digit (French sets a space before ';' and ':'), and not
+    each piece as a word of its own, nor each a language's frequent word (where
+    the house model ran two words together: 'dela' for 'de la')."""
+    house_words = {unaccented(word.strip(_WORD_EDGES)) for word in house.split()} - {""}
+    pieces, joined, k = text.split(), [], 0
+    while k < len(pieces):
+        for count in range(min(JOIN_MAX_PIECES, len(pieces) - k), 1, -1):
+            run = pieces[k:k + count]
+            word = unaccented("".join(run).strip(_WORD_EDGES))
+            if (all(any(char.isalnum() for char in piece) for piece in run) and word in house_words
+                    and not all(unaccented(piece.strip(_WORD_EDGES)) in house_words for piece in run)
+                    and not all(unaccented(piece.strip(_WORD_EDGES)).lower() in _FREQUENT_WORDS for piece in run)):
+                joined.append("".join(run))
+                k += count
+                break
+        else:
+            joined.append(pieces[k])
+            k += 1
+    return " ".join(joined) if joined != pieces else text
 
 
 def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
@@ -286,12 +325,12 @@ def _may_be_other_script(outcome: RecognitionOutcome, language: str | None, imag
     aspect = image.width / max(1, image.height)
     if aspect >= CJK_MIN_ASPECT and len(text.replace(" ", "")) < SPARSE_READING * aspect:
         return True
-    if confidence >= MINORITY_CONFIDENCE:
-        return False
     if sum(char.isalpha() for char in text) < MINORITY_MIN_LETTERS:
         return False
     words = [word for word in (token.strip(".,;:!?()[]{}\"'«»‘’“”-–—") for token in text.split()) if len(word) >= 2]
     strange = sum(_strange_word(word, accents_usual=language not in (None, "eng")) for word in words)
+    if confidence >= MINORITY_CONFIDENCE:
+        return strange >= max(2, SURE_STRANGE_SHARE * len(words))
     return confidence < MINORITY_LOW_CONFIDENCE or strange >= MINORITY_STRANGE_SHARE * max(1, len(words))
 
 
