@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from workers.export_layout import ExportPage, ExportRegion, IntBox, export_pages
+from workers.recognizers.languages import bcp47
 
 ALTO_NS = "http://www.loc.gov/standards/alto/ns-v4#"
 SCHEMA_LOCATION = f"{ALTO_NS} http://www.loc.gov/standards/alto/v4/alto-4-2.xsd"
@@ -81,7 +82,10 @@ def _page(layout: ET.Element, page: ExportPage, index: int) -> None:
             block = ET.SubElement(container, "TextBlock", attrs)
             for line_no, line in enumerate(region.lines, 1):
                 line_id = f"{ids[region.reading_index]}_{line_no}"
-                text_line = ET.SubElement(block, "TextLine", {"ID": line_id, **_position(line.bbox)})
+                line_attrs = {"ID": line_id, **_position(line.bbox)}
+                if bcp47(line.language):
+                    line_attrs["LANG"] = bcp47(line.language)   # xsd:language (BCP 47), as ALTO's TextLine takes it
+                text_line = ET.SubElement(block, "TextLine", line_attrs)
                 for word_no, word in enumerate(line.words, 1):
                     if word_no > 1:
                         previous = line.words[word_no - 2].bbox

@@ -17,29 +17,40 @@ in `data-role` and `data-label`. What hOCR's properties cannot say goes in `data
 which HTML keeps and hOCR readers pass over: each word's `data-box-source` (`text_layer`, the
 PDF's own box; `ctc`, aligned on the line image; `interpolated`, spread along its line: see
 `workers.line_words`), since the spec's validator rejects unknown properties in `title`.
+Each line says its language where it is known, as Tesseract writes hOCR (`lang`, Tesseract's code:
+"rus", "chi_sim"; OCRmyPDF chooses each line's font by it), and `dir="rtl"` where its script runs
+right to left; the document's `lang` (BCP 47, as HTML takes it) is its lines' most common.
 """
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections import Counter
 from typing import Any
 
 from workers.export_layout import ExportPage, ExportRegion, IntBox, export_pages
+from workers.recognizers.languages import bcp47
 
 XHTML = "http://www.w3.org/1999/xhtml"
-CAPABILITIES = "ocr_page ocr_carea ocr_par ocr_line ocrx_word ocr_header ocr_footer ocr_photo ocrp_wconf"
+CAPABILITIES = ("ocr_page ocr_carea ocr_par ocr_line ocrx_word ocr_header ocr_footer ocr_photo ocrp_wconf ocrp_lang "
+                "ocrp_dir")
 _HEADER = ('<?xml version="1.0" encoding="UTF-8"?>\n'
            '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
            '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n')
 
 
 def render_hocr(result: dict[str, Any], system: str = "ocrserve") -> str:
-    html = ET.Element("html", {"xmlns": XHTML, "xml:lang": "en", "lang": "en"})
+    pages = list(export_pages(result))
+    languages = Counter(line.language for page in pages for region in page.regions for line in region.lines
+                        if line.language)
+    main_language = (bcp47(languages.most_common(1)[0][0]) if languages else None) or "en"
+    html = ET.Element("html", {"xmlns": XHTML, "xml:lang": main_language, "lang": main_language})
     head = ET.SubElement(html, "head")
     ET.SubElement(head, "title").text = f"OCR of job {result['job_id']}"
     ET.SubElement(head, "meta", {"http-equiv": "Content-Type", "content": "text/html;charset=utf-8"})
     ET.SubElement(head, "meta", {"name": "ocr-system", "content": system})
     ET.SubElement(head, "meta", {"name": "ocr-capabilities", "content": CAPABILITIES})
-    pages = list(export_pages(result))
+    if languages:
+        ET.SubElement(head, "meta", {"name": "ocr-langs", "content": " ".join(sorted(languages))})
     ET.SubElement(head, "meta", {"name": "ocr-number-of-pages", "content": str(len(pages))})
     body = ET.SubElement(html, "body")
     for index, page in enumerate(pages):
@@ -66,8 +77,12 @@ def _page(body: ET.Element, page: ExportPage, index: int) -> None:
         par = ET.SubElement(area, "p", {"class": "ocr_par", "id": f"par_{ident}", "title": _bbox(region.bbox)})
         line_class = _line_class(region, page.height)
         for line_no, line in enumerate(region.lines, 1):
-            span = ET.SubElement(par, "span", {"class": line_class, "id": f"line_{ident}_{line_no}",
-                                               "title": _bbox(line.bbox)})
+            attrs = {"class": line_class, "id": f"line_{ident}_{line_no}", "title": _bbox(line.bbox)}
+            if line.language:
+                attrs["lang"] = line.language
+            if line.right_to_left:
+                attrs["dir"] = "rtl"
+            span = ET.SubElement(par, "span", attrs)
             for word_no, word in enumerate(line.words, 1):
                 title = _bbox(word.bbox)
                 if word.confidence is not None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from vision.scripts import RIGHT_TO_LEFT
 from workers.line_words import interpolated_words
 from workers.page_result import WordResult
 
@@ -38,6 +39,8 @@ class ExportWord:
 class ExportLine:
     bbox: IntBox
     words: tuple[ExportWord, ...]
+    language: str | None = None    # its Tesseract code ("rus", "chi_sim"), where the line's language is known
+    right_to_left: bool = False    # a line in a right-to-left script (Arabic, Hebrew)
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,8 @@ def _line(line: dict[str, Any], width: int, height: int) -> ExportLine:
                                 word.confidence, word.box_source) for word in words)
     # The line's box stays the detected one even where a text layer's word boxes (the font's ascent and
     # descent) stand out of it: unions of those overlap the next line's.
-    return ExportLine(_int_box(line["bbox"], width, height), exported)
+    return ExportLine(_int_box(line["bbox"], width, height), exported, line.get("language") or None,
+                      line.get("script") in RIGHT_TO_LEFT)
 
 
 def _union(boxes: list[IntBox]) -> IntBox:

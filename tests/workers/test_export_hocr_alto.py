@@ -290,3 +290,38 @@ def test_a_control_character_in_a_reading_does_not_break_the_files(layer_job, tm
     (tmp_path / "odd.alto").write_text(render_alto(result))
     contents = [s.get("CONTENT") for s in ET.parse(tmp_path / "odd.alto").getroot().iter(f"{ALTO}String")]
     assert "Nor\ufffdth\ufffdwind" in contents
+
+
+def test_each_line_says_its_language_and_direction(recognised_job, tmp_path):
+    """A line's language (a Tesseract code in the JSON) is its `lang` in hOCR as Tesseract writes it
+    (OCRmyPDF picks fonts by it) and its `LANG` in ALTO as BCP 47; a right-to-left line is
+    `dir="rtl"`; the document's `lang` is its lines' most common. The hOCR still passes the spec's
+    validator, and OCRmyPDF's reader takes each line's language and direction."""
+    import copy
+
+    from workers.export_alto import render_alto
+    from workers.export_hocr import render_hocr
+
+    result = copy.deepcopy(recognised_job[0])
+    lines = [line for document in result["documents"] for page in document["pages"] for region in page["regions"]
+             for line in region["lines"]]
+    assert len(lines) >= 3
+    for line in lines:
+        line["language"], line["script"] = "rus", "Cyrillic"
+    lines[0]["language"], lines[0]["script"] = "ara", "Arabic"
+    lines[1]["language"], lines[1]["script"] = "chi_sim", "Han"
+    lines[2]["language"], lines[2]["script"] = None, "Latin"
+    hocr = tmp_path / "result.hocr"
+    hocr.write_text(render_hocr(result))
+    checked = subprocess.run([BIN / "hocr-spec", hocr], capture_output=True, text=True)
+    assert checked.returncode == 0 and "Document is valid" in checked.stdout and "[ERROR]" not in checked.stdout
+    root = ET.fromstring(hocr.read_text().split("\n", 2)[2])
+    assert root.get("lang") == "ru"
+    spans = [span for span in root.iter("{http://www.w3.org/1999/xhtml}span")
+             if span.get("class") in ("ocr_line", "ocr_header", "ocr_footer")]
+    assert [(span.get("lang"), span.get("dir")) for span in spans[:4]] == [
+        ("ara", "rtl"), ("chi_sim", None), (None, None), ("rus", None)]
+    read = HocrParser(hocr).parse().iter_by_class("ocr_line", "ocr_header", "ocr_footer")
+    assert [(line.language, line.direction) for line in read[:2]] == [("ara", "rtl"), ("chi_sim", None)]
+    alto = ET.fromstring(render_alto(result).split("\n", 1)[1])
+    assert [line.get("LANG") for line in alto.iter(f"{ALTO}TextLine")][:4] == ["ar", "zh-Hans", None, "ru"]

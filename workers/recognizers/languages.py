@@ -82,6 +82,27 @@ STOPWORDS: dict[str, frozenset[str]] = {code: frozenset(words.split()) for code,
 }.items()}
 
 
+# Tesseract's codes as the BCP 47 tags HTML's `lang` and ALTO's `LANG` take (ISO 639-1 where there
+# is one; a script subtag where a code names one)
+_BCP47 = {"eng": "en", "deu": "de", "fra": "fr", "spa": "es", "ita": "it", "por": "pt", "nld": "nl", "dan": "da",
+          "nor": "no", "swe": "sv", "isl": "is", "cat": "ca", "glg": "gl", "eus": "eu", "afr": "af", "lat": "la",
+          "gle": "ga", "fao": "fo", "ltz": "lb", "oci": "oc", "swa": "sw", "msa": "ms", "ind": "id", "pol": "pl",
+          "ces": "cs", "slk": "sk", "vie": "vi", "tur": "tr", "hun": "hu", "ron": "ro", "hrv": "hr", "slv": "sl",
+          "fin": "fi", "lit": "lt", "lav": "lv", "est": "et", "rus": "ru", "ukr": "uk", "bul": "bg", "srp": "sr",
+          "bel": "be", "mkd": "mk", "kaz": "kk", "ell": "el", "grc": "grc", "ara": "ar", "fas": "fa", "urd": "ur",
+          "pus": "ps", "uig": "ug", "heb": "he", "yid": "yi", "chi_sim": "zh-Hans", "chi_tra": "zh-Hant",
+          "jpn": "ja", "jpn_vert": "ja", "kor": "ko", "kor_vert": "ko", "hin": "hi", "mar": "mr", "nep": "ne",
+          "san": "sa", "ben": "bn", "asm": "as", "tam": "ta", "tel": "te", "kan": "kn", "mal": "ml", "guj": "gu",
+          "pan": "pa", "ori": "or", "sin": "si", "tha": "th", "lao": "lo", "khm": "km", "mya": "my", "bod": "bo",
+          "kat": "ka", "hye": "hy", "amh": "am", "syr": "syr", "div": "dv", "srp_latn": "sr-Latn"}
+
+
+def bcp47(code: str | None) -> str | None:
+    """The BCP 47 tag of a Tesseract language code ("rus" -> "ru", "chi_sim" -> "zh-Hans"; the first
+    of codes joined by '+'), or None where it is not known."""
+    return _BCP47.get(code.split("+")[0]) if code else None
+
+
 class LanguagesError(ValueError):
     """A `languages` option that cannot be used; the message says why and what is installed."""
 
