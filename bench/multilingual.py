@@ -9,7 +9,8 @@ Greek; Arabic; Han: Simplified Chinese; Japanese), translated Debian manuals and
 language documentation, fixed before any run. `--install` fetches each document's package with
 `apt-get download` and unpacks it under artifacts/multilingual/root/ (nothing is installed;
 texlive-lang-greek alone would pull in a TeX system), and apt-get installs the Tesseract packs
-the list names. Truth: each PDF page's own text layer (`page.get_text()`).
+the list names. Truth: each PDF page's own text layer, line by line, with a space where a line's
+glyphs stand a word space apart (`layer_text`: some PDFs set word spaces as gaps, not characters).
 
 Systems, each given what serves it best (as bench/real_pages.py does):
 - `ocrserve`: one `ocrserve run` over the one-page PDFs, `--text-layer never --keep-furniture`,
@@ -85,6 +86,29 @@ def install() -> None:
     print("documents under", DOCS_ROOT, "; packs:", " ".join(packs))
 
 
+GAP_EM = 0.2   # a gap this wide between two glyphs of a line (in ems of the font) is a word space
+
+
+def layer_text(page: pymupdf.Page) -> str:
+    """The page's text layer, line by line, with a space wherever the page shows one. A PDF may
+    set a word space as a gap with no space character: the Vietnamese guide does after a letter
+    with stacked accents ('sự phát' is 'sựphát' in `get_text()`), and the lines of the Korean lshort
+    have none between words at all. Such a gap (`GAP_EM` of the font size or more) becomes a space."""
+    lines = []
+    for block in page.get_text("rawdict")["blocks"]:
+        for line in block.get("lines", ()):
+            text, previous = [], None
+            for span in line["spans"]:
+                for char in span["chars"]:
+                    if (previous is not None and not char["c"].isspace() and not previous["c"].isspace()
+                            and char["bbox"][0] - previous["bbox"][2] >= GAP_EM * span["size"]):
+                        text.append(" ")
+                    text.append(char["c"])
+                    previous = char
+            lines.append("".join(text))
+    return "\n".join(lines) + "\n"
+
+
 def build(pages: list[dict], work: Path) -> None:
     for folder in ("pdf", "png300", "truth"):
         (work / folder).mkdir(parents=True, exist_ok=True)
@@ -94,7 +118,7 @@ def build(pages: list[dict], work: Path) -> None:
             sys.exit(f"{pdf} is missing: run with --install (package {page['package']})")
         with pymupdf.open(pdf) as document:
             pdf_page = document[page["page"] - 1]
-            (work / "truth" / f"{page['name']}.txt").write_text(pdf_page.get_text())
+            (work / "truth" / f"{page['name']}.txt").write_text(layer_text(pdf_page))
             with pymupdf.open() as single:
                 single.insert_pdf(document, from_page=page["page"] - 1, to_page=page["page"] - 1)
                 single.save(work / "pdf" / f"{page['name']}.pdf")
