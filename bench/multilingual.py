@@ -21,7 +21,7 @@ Systems, each given what serves it best (as bench/real_pages.py does):
 
 Scores (bench/real_pages_metrics.py's normalisation, after joining words hyphenated at a line
 end in every script, `joined_hyphens`, for truth and outputs alike): per page word recall, and for languages
-written without spaces (Chinese, Japanese; Korean, whose layer here has none) character recall: the multiset intersection of the
+written without spaces (Chinese, Japanese) and Korean character recall: the multiset intersection of the
 output's and the truth's non-space characters over the truth's. Per language the pooled recall
 of its pages. Target (issue 34): per language, ocrserve's recall at least the better Tesseract's,
 and no language at zero.
@@ -48,7 +48,7 @@ from real_pages_metrics import normalise, page_scores
 ROOT = Path(__file__).resolve().parent.parent
 PAGE_LIST = ROOT / "bench" / "multilingual_pages.json"
 DOCS_ROOT = ROOT / "artifacts" / "multilingual" / "root"
-UNSPACED = {"zh", "ja", "ko"}   # ko: the layer of lshort-ko has no spaces between Korean words
+UNSPACED = {"zh", "ja", "ko"}   # ko by characters too, fixed when its layer seemed to have no word spaces (`layer_text` finds them)
 SYSTEMS = ("ocrserve", "tesseract", "tesseract_eng")
 
 
