@@ -289,20 +289,3 @@ def test_a_sure_reading_made_mostly_of_strange_words_is_asked_about():
     english = _line(ENGLISH[0])
     assert not _may_be_other_script(RecognitionOutcome("The committee met on Tuesday with iOS and x86 builds",
                                                        confidence=0.95), "eng", english)
-
-
-def test_another_readers_spaces_inside_a_word_the_house_model_read_whole_are_taken_out():
-    """PP-OCRv6 splits words set in a typewriter font at their narrow letters ('bui ld- essential',
-    'fi le'); the house model reads them whole. Two words the house model ran together stay two
-    where both are frequent words of a language, and pieces the house model also has apart stay."""
-    from workers.recognizers.routing import _house_joins
-
-    assert _house_joins("est bui ld- essential. Lors de son installation",
-                        "est build-essential. Lors de son installation") == (
-        "est build-essential. Lors de son installation")
-    assert _house_joins("— fi le — ce programme (consultez file(1))", "__ file __ ce programme (consultez file(1));") == (
-        "— file — ce programme (consultez file(1))")
-    assert _house_joins("Größe der Datei", "Grosse der Datei") == "Größe der Datei"
-    assert _house_joins("de la maison", "dela maison") == "de la maison"
-    assert _house_joins("per l — Perl est", "per l — Perl est") == "per l — Perl est"
-    assert _house_joins("les fichiers ; ou « pipe »", "les fichiers; ou «pipe»") == "les fichiers ; ou « pipe »"

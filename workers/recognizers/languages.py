@@ -160,7 +160,7 @@ def latin_language_evidence(text: str, installed: frozenset[str]) -> tuple[str |
     """`guess_latin_language`'s answer and the share of the text's words that are that language's
     frequent words: a fifth or more in running text of any of them; near none in another script
     read as Latin-looking letters ("PyKOBOJCTBO" for "Руководство")."""
-    words = [unaccented(word) for word in re.findall(r"(?:<unk>|[^\W\d_])+", text.lower())]
+    words = [_plain(word) for word in re.findall(r"(?:<unk>|[^\W\d_])+", text.lower())]
     scores = {}
     for code, stopwords in _PLAIN_STOPWORDS.items():
         if code in installed:
@@ -171,7 +171,7 @@ def latin_language_evidence(text: str, installed: frozenset[str]) -> tuple[str |
     return best, scores[best] / len(words)
 
 
-def unaccented(word: str) -> str:
+def _plain(word: str) -> str:
     """The word without accents: the house model reads a letter it cannot write as its plain form
     (Polish 'się' as 'sie'), so language words are matched without them."""
     decomposed = unicodedata.normalize("NFD", word.translate(_UNACCENTED))
@@ -179,7 +179,7 @@ def unaccented(word: str) -> str:
 
 
 _UNACCENTED = str.maketrans({"ł": "l", "đ": "d", "ø": "o", "ß": "ss", "ı": "i", "æ": "ae", "œ": "oe"})
-_PLAIN_STOPWORDS = {code: frozenset(map(unaccented, words)) for code, words in STOPWORDS.items()}
+_PLAIN_STOPWORDS = {code: frozenset(map(_plain, words)) for code, words in STOPWORDS.items()}
 
 
 def _matches(word: str, stopwords: frozenset[str]) -> bool:

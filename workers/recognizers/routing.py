@@ -26,8 +26,7 @@ recall 0.960 / 0.932 against 0.976 / 0.969, 2026-12-06); the other
 reading where it holds letters the house model cannot write (on a page of another script, a
 reading mostly in Latin letters needs a whole word in the script: `_beyond_house`); else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
-a Russian page); else the other one. Another reader's reading keeps no space inside a word the
-house model read whole (`_house_joins`: PP-OCRv6 splits typewriter-set words, 'fi le'). A line nobody reads is `UNREADABLE` with confidence 0 and its
+a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
 from the text; its token log keeps it) becomes U+FFFD with the line's confidence capped at
 `UNKNOWN_CONFIDENCE`. Every outcome says its `script` (from its text, else the page's) and its
@@ -44,9 +43,9 @@ from vision.layout import RecognitionTask
 from vision.scripts import script_counts, script_of_text
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome, Recognizer
 from workers.recognizers import ppocr
-from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, STOPWORDS, guess_latin_language,
+from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, guess_latin_language,
                                            house_writes, installed_languages, latin_language_evidence,
-                                           packs_for_script, unaccented)
+                                           packs_for_script)
 from workers.recognizers.script_id import KANA_SHARE, SAMPLE_LINES, identify_lines, identify_script
 from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
@@ -84,9 +83,6 @@ SPARSE_READING = 0.5
 # a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
 # line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
 OTHER_WORD_LETTERS = 3
-JOIN_MAX_PIECES = 4   # pieces of one word another reader split at its spaces (`_house_joins`)
-_WORD_EDGES = ".,;:!?()[]{}\"'«»‘’“”"
-_FREQUENT_WORDS = frozenset(unaccented(word) for words in STOPWORDS.values() for word in words)
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
 
@@ -256,8 +252,6 @@ class RoutingRecognizer:
                 chosen = other
             else:
                 chosen = own if own.ok and own.text else _unreadable(own, script)
-            if chosen is other and own.ok and own.text:
-                chosen = replace(other, text=_house_joins(other.text or "", own.text))
             line_script = script_of_text(chosen.text or "") or script
             merged.append(_labelled(chosen, line_script, language if line_script == (script or line_script) else None))
         return merged
@@ -276,34 +270,6 @@ def _beyond_house(text: str, script: str | None) -> bool:
         return True
     return any(sum(char.isalpha() for char in word) >= OTHER_WORD_LETTERS
                and not any(char.isalpha() and house_writes(char) for char in word) for word in text.split())
-
-
-def _house_joins(text: str, house: str) -> str:
-    """Another reader's reading of a line without the spaces it put inside words the house model
-    read whole. PP-OCRv6 reads a word set in a typewriter font inside a line of prose with a
-    space at each wide gap its narrow letters leave ('bui ld- essential', 'fi le', 'pbui lder' on
-    the French maintainers' guide; the house model, trained on such fonts too, reads
-    'build-essential', 'file'): up to `JOIN_MAX_PIECES` neighbouring pieces are joined where the
-    house reading holds them as one word (letters compared without accents, which the house model
-    may lack), each piece with a letter or digit (French sets a space before ';' and ':'), and not
-    each piece as a word of its own, nor each a language's frequent word (where
-    the house model ran two words together: 'dela' for 'de la')."""
-    house_words = {unaccented(word.strip(_WORD_EDGES)) for word in house.split()} - {""}
-    pieces, joined, k = text.split(), [], 0
-    while k < len(pieces):
-        for count in range(min(JOIN_MAX_PIECES, len(pieces) - k), 1, -1):
-            run = pieces[k:k + count]
-            word = unaccented("".join(run).strip(_WORD_EDGES))
-            if (all(any(char.isalnum() for char in piece) for piece in run) and word in house_words
-                    and not all(unaccented(piece.strip(_WORD_EDGES)) in house_words for piece in run)
-                    and not all(unaccented(piece.strip(_WORD_EDGES)).lower() in _FREQUENT_WORDS for piece in run)):
-                joined.append("".join(run))
-                k += count
-                break
-        else:
-            joined.append(pieces[k])
-            k += 1
-    return " ".join(joined) if joined != pieces else text
 
 
 def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
