@@ -82,10 +82,9 @@ def _page(layout: ET.Element, page: ExportPage, index: int) -> None:
             block = ET.SubElement(container, "TextBlock", attrs)
             for line_no, line in enumerate(region.lines, 1):
                 line_id = f"{ids[region.reading_index]}_{line_no}"
-                line_attrs = {"ID": line_id, **_position(line.bbox)}
-                if bcp47(line.language):
-                    line_attrs["LANG"] = bcp47(line.language)   # xsd:language (BCP 47), as ALTO's TextLine takes it
-                text_line = ET.SubElement(block, "TextLine", line_attrs)
+                language = bcp47(line.language)   # xsd:language (BCP 47), as ALTO's TextLine takes it
+                text_line = ET.SubElement(block, "TextLine", {"ID": line_id, **_position(line.bbox),
+                                                              **({"LANG": language} if language else {})})
                 for word_no, word in enumerate(line.words, 1):
                     if word_no > 1:
                         previous = line.words[word_no - 2].bbox

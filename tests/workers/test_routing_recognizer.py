@@ -23,8 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-def _line(text: str) -> Image.Image:
-    font = ImageFont.truetype(FONT, 30)
+def _line(text: str, font_file=FONT) -> Image.Image:
+    font = ImageFont.truetype(font_file, 30)
     width = int(font.getlength(text)) + 24
     image = Image.new("RGB", (width, 48), "white")
     ImageDraw.Draw(image).text((12, 6), text, fill="black", font=font)
@@ -237,11 +237,7 @@ def _hangul_line(text: str) -> Image.Image:
 
     import pymupdf
 
-    font = ImageFont.truetype(io.BytesIO(pymupdf.Font("korea").buffer), 30)
-    width = int(font.getlength(text)) + 24
-    image = Image.new("RGB", (width, 48), "white")
-    ImageDraw.Draw(image).text((12, 6), text, fill="black", font=font)
-    return image
+    return _line(text, io.BytesIO(pymupdf.Font("korea").buffer))
 
 
 KOREAN = ["이 프로그램은 문서를 읽고 텍스트로 바꿉니다", "파일을 열 수 없습니다. 다시 시도하십시오",
