@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -65,6 +66,23 @@ def _insert_text(pdf_page: pymupdf.Page, page: PageResult, points_per_pixel: flo
     fonts: set[str] = set()   # the fonts already embedded in this page
     for box, text in text_boxes(page):
         _insert_invisible_line(pdf_page, tuple(v * points_per_pixel for v in box), text, fonts)  # type: ignore[arg-type]
+    _matrices_before_text_objects(pdf_page)
+
+
+# PyMuPDF's `insert_text(..., morph=...)` writes its stretch (and turn) as `cm` right after `BT`,
+# but `cm` is a special graphics state operator, which ISO 32000 (8.2, figure 9) does not allow
+# inside a text object; strict readers and PDF/A validators refuse it. Before `BT`, inside the same
+# `q ... Q`, it sets the same matrix for everything the text object draws.
+_CM_AFTER_BT = re.compile(rb"BT\n((?:[-+.\d]+ [-+.\d]+ [-+.\d]+ [-+.\d]+ [-+.\d]+ [-+.\d]+ cm\n)+)")
+
+
+def _matrices_before_text_objects(pdf_page: pymupdf.Page) -> None:
+    doc = pdf_page.parent
+    for xref in pdf_page.get_contents():
+        stream = doc.xref_stream(xref)
+        moved = _CM_AFTER_BT.sub(lambda match: match.group(1) + b"BT\n", stream)
+        if moved != stream:
+            doc.update_stream(xref, moved)
 
 
 def merge_pdfs(pages: Iterable[bytes]) -> bytes:

@@ -2,6 +2,9 @@
 (MuPDF through PyMuPDF, and PDFium through pypdfium2), exactly as the result JSON holds it."""
 from __future__ import annotations
 
+import io
+
+import pikepdf
 import pymupdf
 import pypdfium2
 from PIL import Image
@@ -76,3 +79,26 @@ def test_fonts_are_embedded_as_subsets():
 
 def test_the_ocrmypdf_text_layer_carries_every_script_too():
     assert _lines_mupdf(text_layer_pdf(_page())) == list(LINES.values())
+
+
+def test_text_objects_hold_no_graphics_state_operators():
+    """ISO 32000-1 8.2 (figure 9): inside BT ... ET only text, colour and general graphics state
+    operators may stand; `q`, `Q` and `cm` belong outside. Parsed with pikepdf (qpdf), not our code,
+    on a page of every script plus a column set down the page, and the text still reads back."""
+    column = (760.0, 60.0, 790.0, 700.0)
+    page = _page()
+    page = PageResult(0, 0, 850, 1100, DPI, page.regions + (RegionResult(
+        len(page.regions), "text", "text", "body", column, (0, 0, 0, 0), "縦書きの列", RegionStatus.OK,
+        lines=(LineResult(column, "縦書きの列"),)),))
+    for pdf in (page_pdf(Image.new("RGB", (850, 1100), "white"), page), text_layer_pdf(page)):
+        with pikepdf.open(io.BytesIO(pdf)) as doc:
+            operators = [str(op) for _, op in pikepdf.parse_content_stream(doc.pages[0])]
+        assert operators.count("BT") == len(LINES) + 1
+        inside = False
+        for op in operators:
+            if op in ("BT", "ET"):
+                assert inside == (op == "ET")
+                inside = op == "BT"
+            elif inside:
+                assert op not in ("q", "Q", "cm"), op
+        assert _lines_mupdf(pdf)[-1] == "縦書きの列"
