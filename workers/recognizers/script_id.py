@@ -19,7 +19,9 @@ one sheet and every word Tesseract reads is put back on its line by where it lie
 Latin pack reads first, and a line it reads surely (`LINE_SURE_LATIN`) is Latin and costs no other
 pack; the rest go to each other script's pack at once. A pack names a line when it reads it
 surely (`LINE_MIN_CONFIDENCE`) and `MIN_LEAD` more surely than the Latin pack, mostly in its own
-letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`). (Scoring by the
+letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`); a pack that leads every
+other script's packs by `MIN_LEAD` as well needs only `LINE_LOW_CONFIDENCE` (the Greek pack is
+unsure of right readings). (Scoring by the
 median word instead of the mean, and asking a lead over the other scripts' packs too, were
 tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
 
@@ -50,6 +52,9 @@ MIN_OWN_SHARE = 0.6       # a pack whose reading is less than this much in its o
 LINE_SURE_LATIN = 80.0    # English reads a line this surely (mean word confidence, 0-100) or more: the line is Latin
 MIN_LEAD = 15.0           # another script's pack names a line only reading it this much more surely than English,
 LINE_MIN_CONFIDENCE = 60.0   # and this surely at least: the Arabic pack reads a blurred URL's x's at 30-40
+# or, leading every other script's packs by MIN_LEAD too, this surely: the Greek pack reads a right
+# line of Greek at 50-57 where English reads it at 34-36 and the next script's pack at 25-33
+LINE_LOW_CONFIDENCE = 45.0
 MAX_ROW_WIDTH = 3000      # px: a longer line is scaled down whole to fit its row of the sheet
 # a pack names a line only where its reading holds this many of its script's letters that no Latin
 # letter looks like: the Russian pack reads a reference card's "M-E" as Cyrillic "М-Е", surely
@@ -136,8 +141,11 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     best = {row: max(packs, key=lambda pack: scores[pack][row]) for row in range(len(unsure))}
     named: dict[str | None, list[int]] = {}   # script -> the sheet's rows named in it
     for row, k in enumerate(unsure):
-        if scores[best[row]][row] >= max(LINE_MIN_CONFIDENCE, english[k] + MIN_LEAD):
-            named.setdefault(_pack_script(best[row]), []).append(row)
+        score, script = scores[best[row]][row], _pack_script(best[row])
+        others = max((scores[pack][row] for pack in packs if _pack_script(pack) != script), default=0.0)
+        if score >= english[k] + MIN_LEAD and (
+                score >= LINE_MIN_CONFIDENCE or score >= max(LINE_LOW_CONFIDENCE, others + MIN_LEAD)):
+            named.setdefault(script, []).append(row)
     for script, rows in named.items():
         languages = _languages(script, rows_of)
         language = _language_of(languages, rows_of, rows) if languages else None   # else the row's best pack
