@@ -129,6 +129,20 @@ def test_a_script_no_pack_reads_is_marked_not_guessed():
     assert not any(math.isnan(o.confidence) for o in read)
 
 
+def test_a_script_osd_misnames_is_not_read_with_the_wrong_pack():
+    """Georgian (no pack; set in FreeSerif): no pack reads the sample, and Tesseract's OSD names it
+    Arabic at a script confidence of 0.3. It was then read with the Arabic pack, as Arabic nonsense
+    labelled Arabic; now the script is left unnamed and the lines are marked unreadable."""
+    if "kat" in installed_languages():
+        pytest.skip("the Georgian pack is installed: Georgian is readable here")
+    lines = ["საქართველო არის ქვეყანა კავკასიაში", "თბილისი არის საქართველოს დედაქალაქი",
+             "ქართული ენა ძალიან ძველია და ლამაზი"]
+    items = [RecognitionItem(_line(text, "/usr/share/fonts/truetype/freefont/FreeSerif.ttf"), RecognitionTask.TEXT,
+                             is_single_line=True, languages="detect") for text in lines]
+    read = RoutingRecognizer(HouseReadings([("Ui3 l6 mxa ntk", 0.3)] * 3)).recognize(items)
+    assert all(o.text == UNREADABLE and o.confidence == 0.0 and o.script != "Arabic" for o in read), read
+
+
 ENGLISH = ["The committee met on Tuesday to review the annual budget",
            "and the plans for the new library building, which opens",
            "in the spring. Members were asked to send their comments",
@@ -303,3 +317,31 @@ def test_a_line_the_greek_pack_alone_reads_is_greek_though_unsure():
     assert named.script == "Greek" and named.pack == "ell", named
     assert len(set(text.split()) & set(named.reading.split())) >= 5, named.reading
     assert LINE_LOW_CONFIDENCE < LINE_MIN_CONFIDENCE
+
+
+def test_chinese_lines_that_quote_latin_words_are_read_by_ppocr():
+    """Chinese lines quoting a Latin word, as the house model read them on a scan of the minority
+    bench (seed 14): a piece the line detector cut off, five characters wide, read very unsurely
+    ('if 1 19 =' at 0.48); a line read unsurely as single marks ('k N P E M' at 0.70), which the
+    English pack calls Latin (it reads the one Latin word surely); a piece as much Latin as Chinese
+    ('__o t a' at 0.66). Each is asked about, PP-OCRv6 reads it, and its reading is taken where it
+    is at least half Chinese."""
+    from workers.recognizers import ppocr
+    if ppocr.model_path() is None:
+        pytest.skip("needs the rapidocr wheel's PP-OCRv6 model (scripts/setup.sh)")
+    chinese = {2: ("文件至归档", ("if 1 19 =", 0.48)), 4: ("未找到 PEM 加密的私钥", ("k N P E M", 0.70)),
+               5: ("追加 tar 文", ("__o t a", 0.66))}
+    lines = list(ENGLISH)
+    items = [RecognitionItem(_line(text), RecognitionTask.TEXT, is_single_line=True, languages="detect")
+             for text in lines]
+    house = [(line, 0.99) for line in lines]
+    for k, (text, reading) in sorted(chinese.items()):
+        items.insert(k, RecognitionItem(_cjk_line(text), RecognitionTask.TEXT, is_single_line=True,
+                                        languages="detect"))
+        house.insert(k, reading)
+    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
+    for k, (text, _) in chinese.items():
+        assert read[k].script == "Han" and read[k].language == "chi_sim", (text, read[k])
+        han = [char for char in text if "\u4e00" <= char <= "\u9fff"]
+        assert sum(char in read[k].text for char in han) >= len(han) - 1, read[k].text
+    assert [o.text for k, o in enumerate(read) if k not in chinese] == lines

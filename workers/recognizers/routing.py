@@ -58,6 +58,10 @@ MIN_LANGUAGE_WORD_SHARE = 0.08
 TRUST_PPOCR = 0.8              # PP-OCRv6's reading this sure is taken over the house model's (see the docstring)
 # of the letters PP-OCRv6 reads in a hard page's sample lines: Chinese or Japanese (`_cjk_script`)
 CJK_SHARE = 0.6
+# of the letters PP-OCRv6 reads in one line: at least as many Chinese or Japanese characters as
+# others, for a line of Chinese that quotes a Latin word ('追加 tar 文件至归档', cut by the line
+# detector into '追加tar文' and '文件至归档'; `_cjk_reading`)
+LINE_CJK_SHARE = 0.5
 UNKNOWN_CONFIDENCE = 0.2       # a line with a character the house model could not name
 # A line of a Latin page is asked whether it is in another script (`_minority_lines`) when the
 # house model read it less surely than MINORITY_CONFIDENCE (it reads Greek, Cyrillic and Chinese
@@ -74,12 +78,21 @@ MINORITY_STRANGE_SHARE = 0.3
 # ('Bce paBHO CO3IaTh HOBbIï? (y/N)', '3agBKaTa e OTMeHeHa'). On the 13 dev pages of the real-page
 # set that asks about 5 more of the 1057 lines read that surely (clean), 3 of 936 (scan).
 SURE_STRANGE_SHARE = 0.5
-CJK_MIN_ASPECT = 4.0   # and a line read very unsurely this many times as wide as high goes to PP-OCRv6 first
+CJK_MIN_ASPECT = 4.0   # a reading this many times as wide as high can be too sparse (SPARSE_READING, below)
+# a line read very unsurely this many times as wide as high goes to PP-OCRv6 first: five Chinese
+# characters' width (`_cjk_candidate`)
+CJK_CANDIDATE_ASPECT = 3.0
 # A line is asked about too, however surely it was read, where the reading holds fewer characters
 # than SPARSE_READING x its crop's width / height (a line of Latin print holds 1.5-2.5 times that
 # many): the house model writes a line of Hangul as a few marks ('- o t' at 0.84 for a line of
 # forty syllables), too few letters for the rules above.
 SPARSE_READING = 0.5
+# A line read unsurely (under MINORITY_CONFIDENCE) is asked about too where its reading is mostly
+# single letters: FRAGMENT_SHARE of its space-separated tokens, FRAGMENT_MIN_TOKENS of them at least
+# (lines of Chinese quoting a Latin word come out 'k N P E M', 'eh p E M', '__o t a'; dot leaders
+# and rows of digits are not letters).
+FRAGMENT_MIN_TOKENS = 3
+FRAGMENT_SHARE = 2 / 3
 # a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
 # line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
 OTHER_WORD_LETTERS = 3
@@ -169,8 +182,9 @@ class RoutingRecognizer:
         motto, a line of Chinese), read in it. Lines the house model read very unsurely, at
         least a few glyphs wide, go to PP-OCRv6 first, which names Chinese and Japanese ones and
         reads them; lines read unsurely that look unlike the page's language
-        (`_may_be_other_script`) are named by `script_id.identify_lines` and read with their
-        script's pack and English, else as the naming pack read them. A new reading is taken
+        (`_may_be_other_script`) go to PP-OCRv6 too, then the rest are named by
+        `script_id.identify_lines` and read with their script's pack and English, else as the
+        naming pack read them. A new reading is taken
         only where it holds letters the house model cannot write; everything else keeps its
         reading."""
         languages = [outcome.language for outcome in outcomes if outcome.language]
@@ -181,15 +195,18 @@ class RoutingRecognizer:
         if cjk_by_ppocr:
             self._cjk_lines(items, outcomes, [i for i in text_lines if _cjk_candidate(items[i], outcomes[i])])
         asked = [i for i in text_lines if _may_be_other_script(outcomes[i], language, items[i].image)]
+        if cjk_by_ppocr and asked:
+            # PP-OCRv6 first: it names Chinese and Japanese lines, which Tesseract's other packs do not
+            # know (the Bulgarian pack read '无法解析 PEM 加密的私钥' as 'ЖАВИ PEM МЕКЪЕН' surely) and the
+            # English pack reads surely where they quote a Latin word
+            self._cjk_lines(items, outcomes, [i for i in asked if not _cjk_candidate(items[i], outcomes[i])])
+            asked = [i for i in asked if outcomes[i].script not in ("Han", "Japanese")]
         if not asked or not installed:
             return outcomes
         packs = [code for script, codes in SCRIPT_LANGUAGES.items() for code in codes
                  if code in installed and not (cjk_by_ppocr and script in ("Han", "Japanese"))]
         named = dict(zip(asked, identify_lines([items[i].image for i in asked], installed, packs, self.tesseract_cmd,
                                                self.num_processes, latin_pack=language or "eng")))
-        if cjk_by_ppocr:   # read unsurely with letters enough: PP-OCRv6 names Chinese and Japanese ones
-            self._cjk_lines(items, outcomes, [i for i in asked if named[i].script is None
-                                              and not _cjk_candidate(items[i], outcomes[i])])
         by_packs: dict[str, list[int]] = {}
         for i, line in named.items():
             packs_here = packs_for_script(line.script, installed, line.pack) if line.script not in (None, "Latin") else None
@@ -274,22 +291,26 @@ def _beyond_house(text: str, script: str | None) -> bool:
 
 def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
     """A line the house model read very unsurely (`MINORITY_LOW_CONFIDENCE`), as wide as a few
-    glyphs (`CJK_MIN_ASPECT`): its reading of a line of Chinese is a few stray marks."""
+    glyphs (`CJK_CANDIDATE_ASPECT`): its reading of a line of Chinese is a few stray marks."""
     confidence = outcome.confidence if outcome.confidence is not None else 1.0
     return (outcome.ok and confidence < MINORITY_LOW_CONFIDENCE
-            and item.image.width >= CJK_MIN_ASPECT * item.image.height
+            and item.image.width >= CJK_CANDIDATE_ASPECT * item.image.height
             and script_of_text(outcome.text or "") in (None, "Latin"))
 
 
 def _may_be_other_script(outcome: RecognitionOutcome, language: str | None, image: Image.Image) -> bool:
     """Whether a house reading on a Latin page may be of a line in another script (see
-    `MINORITY_CONFIDENCE` and `SPARSE_READING`)."""
+    `MINORITY_CONFIDENCE`, `SPARSE_READING` and `FRAGMENT_SHARE`)."""
     text = outcome.text or ""
     confidence = outcome.confidence if outcome.confidence is not None else 1.0
     if not outcome.ok or script_of_text(text) not in (None, "Latin"):
         return False
     aspect = image.width / max(1, image.height)
     if aspect >= CJK_MIN_ASPECT and len(text.replace(" ", "")) < SPARSE_READING * aspect:
+        return True
+    tokens = text.split()
+    if (confidence < MINORITY_CONFIDENCE and len(tokens) >= FRAGMENT_MIN_TOKENS
+            and sum(len(token) == 1 and token.isalpha() for token in tokens) >= FRAGMENT_SHARE * len(tokens)):
         return True
     if sum(char.isalpha() for char in text) < MINORITY_MIN_LETTERS:
         return False
@@ -312,13 +333,13 @@ def _strange_word(word: str, accents_usual: bool) -> bool:
 
 
 def _cjk_reading(outcome: RecognitionOutcome) -> str | None:
-    """"Han" or "Japanese" where PP-OCRv6's reading of a line is mostly Chinese characters and
-    sure (`CJK_SHARE`, `TRUST_PPOCR`); else None."""
+    """"Han" or "Japanese" where PP-OCRv6's reading of a line is at least half Chinese characters and
+    sure (`LINE_CJK_SHARE`, `TRUST_PPOCR`); else None."""
     if not outcome.ok or not outcome.text or (outcome.confidence or 0) < TRUST_PPOCR:
         return None
     counts = script_counts(outcome.text)
     han_or_kana = counts["Han"] + counts["Japanese"]
-    if han_or_kana < max(2, CJK_SHARE * sum(counts.values())):
+    if han_or_kana < max(2, LINE_CJK_SHARE * sum(counts.values())):
         return None
     return "Japanese" if counts["Japanese"] >= max(1, KANA_SHARE * han_or_kana) else "Han"
 

@@ -7,7 +7,9 @@ confidence, weighted by word length, names the script, counting only readings mo
 the pack's own script (`MIN_OWN_SHARE` of their letters and digits). Han and Japanese share their kanji, so a
 Han win is Japanese when the Japanese pack's reading holds kana. A sample no pack reads with
 `MIN_CONFIDENCE` is named by Tesseract's orientation and script detection (`--psm 0`, the `osd`
-data every Tesseract install has), which knows scripts no pack here reads.
+data every Tesseract install has), which knows scripts no pack here reads, where it is sure enough
+(`OSD_MIN_CONFIDENCE`) and names no script whose pack has just failed on the sample; else the
+script is not named (a Latin verdict stands: the house model still reads such a page).
 
 Tesseract OSD alone names whole pages badly (on the multilingual set a Greek page came out Latin
 and a Chinese page with commands in it Latin) and takes ~4 s a page; this sample takes ~0.5 s a
@@ -20,8 +22,8 @@ Latin pack reads first, and a line it reads surely (`LINE_SURE_LATIN`) is Latin 
 pack; the rest go to each other script's pack at once. A pack names a line when it reads it
 surely (`LINE_MIN_CONFIDENCE`) and `MIN_LEAD` more surely than the Latin pack, mostly in its own
 letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`); a pack that leads every
-other script's packs by `MIN_LEAD` as well needs only `LINE_LOW_CONFIDENCE` (the Greek pack is
-unsure of right readings). (Scoring by the
+other script's packs by `MIN_LEAD` as well needs only `LINE_LOW_CONFIDENCE`, in a reading of
+`LOW_MIN_OWN_LETTERS` such letters or more (the Greek pack is unsure of right readings). (Scoring by the
 median word instead of the mean, and asking a lead over the other scripts' packs too, were
 tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
 
@@ -47,6 +49,10 @@ SAMPLE_LINES = 4          # the widest lines of the page's hard ones
 SAMPLE_LINE_HEIGHT = 40   # px: Tesseract's best glyph size
 MIN_CONFIDENCE = 35.0     # a mean word confidence under this: no installed pack reads the sample
 LATIN_PACK = "eng"
+# Tesseract's OSD names a script no pack here read only this surely (its "Script confidence"): on
+# three lines set in FreeSerif it named Thai 110, Hebrew 8.9 and Tamil 2.2 rightly, and Georgian
+# "Arabic" at 0.3 (then read with the Arabic pack, as Arabic nonsense) and Armenian "Latin" at 0.3
+OSD_MIN_CONFIDENCE = 1.0
 KANA_SHARE = 0.2
 MIN_OWN_SHARE = 0.6       # a pack whose reading is less than this much in its own script did not read the sample
 LINE_SURE_LATIN = 80.0    # English reads a line this surely (mean word confidence, 0-100) or more: the line is Latin
@@ -55,6 +61,9 @@ LINE_MIN_CONFIDENCE = 60.0   # and this surely at least: the Arabic pack reads a
 # or, leading every other script's packs by MIN_LEAD too, this surely: the Greek pack reads a right
 # line of Greek at 50-57 where English reads it at 34-36 and the next script's pack at 25-33
 LINE_LOW_CONFIDENCE = 45.0
+# and in that many letters unlike Latin ones (`_unlike_latin`), not MIN_OWN_LETTERS: a damaged word
+# of an English contents line was read '„Цвдепи' by the Cyrillic packs at 45-60 (augraphy, asymptote p3)
+LOW_MIN_OWN_LETTERS = 10
 MAX_ROW_WIDTH = 3000      # px: a longer line is scaled down whole to fit its row of the sheet
 # a pack names a line only where its reading holds this many of its script's letters that no Latin
 # letter looks like: the Russian pack reads a reference card's "M-E" as Cyrillic "М-Е", surely
@@ -92,7 +101,10 @@ def identify_script(images: list[Image.Image], installed: frozenset[str], comman
                   for pack, words in readings.items()}
         best = max(scores, key=lambda pack: scores[pack], default=None)
         if best is None or scores[best] < MIN_CONFIDENCE:
-            return ScriptGuess(_osd_script(command, sample), None, scores.get(best, 0.0) if best else 0.0)
+            script, osd_confidence = _osd_script(command, sample)
+            if script != "Latin" and (osd_confidence < OSD_MIN_CONFIDENCE or script in _read_by(candidates)):
+                script = None   # OSD unsure, or naming a script whose pack just failed to read the sample
+            return ScriptGuess(script, None, scores.get(best, 0.0) if best else 0.0)
         language = _language_pack(sheet, best, rows_of[best], installed, command, num_processes)
         if language != best:
             return ScriptGuess(_pack_script(language), language, scores[best])
@@ -143,8 +155,9 @@ def identify_lines(images: list[Image.Image], installed: frozenset[str], packs: 
     for row, k in enumerate(unsure):
         score, script = scores[best[row]][row], _pack_script(best[row])
         others = max((scores[pack][row] for pack in packs if _pack_script(pack) != script), default=0.0)
-        if score >= english[k] + MIN_LEAD and (
-                score >= LINE_MIN_CONFIDENCE or score >= max(LINE_LOW_CONFIDENCE, others + MIN_LEAD)):
+        if score >= english[k] + MIN_LEAD and (score >= LINE_MIN_CONFIDENCE or (
+                score >= max(LINE_LOW_CONFIDENCE, others + MIN_LEAD)
+                and _unlike_latin(rows_of[best[row]][row]) >= LOW_MIN_OWN_LETTERS)):
             named.setdefault(script, []).append(row)
     for script, rows in named.items():
         languages = _languages(script, rows_of)
@@ -296,12 +309,22 @@ def _mean_confidence(words: list[tuple[str, float]]) -> float:
     return sum(conf * weight for (_, conf), weight in zip(words, weights)) / sum(weights) if words else 0.0
 
 
-def _osd_script(command: str, image: Path) -> str | None:
-    """Tesseract's own script detection: the name it prints, or None when it cannot tell."""
+def _osd_script(command: str, image: Path) -> tuple[str | None, float]:
+    """Tesseract's own script detection: the name it prints and its script confidence, or None and
+    0 when it cannot tell."""
     try:
         done = subprocess.run([command, str(image), "stdout", "--psm", "0"], capture_output=True, text=True,
                               env={**os.environ, "OMP_THREAD_LIMIT": "1"}, timeout=60)
     except (FileNotFoundError, subprocess.TimeoutExpired):
-        return None
+        return None, 0.0
     fields = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
-    return fields.get("Script") or None
+    try:
+        confidence = float(fields.get("Script confidence", "0"))
+    except ValueError:
+        confidence = 0.0
+    return fields.get("Script") or None, confidence
+
+
+def _read_by(packs: list[str]) -> set[str]:
+    """The scripts these packs are made for."""
+    return {script for pack in packs if (script := _pack_script(pack)) is not None}
