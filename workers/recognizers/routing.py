@@ -13,7 +13,7 @@ house model first, and the page then decides, from that reading:
 | house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
 | another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
-| a Latin page's line read unsurely or as strange words, unlike the page's language, or as a few marks for its width | `script_id.identify_lines` on those lines | that line: its script's pack + eng, or PP-OCRv6 (Chinese, Japanese) |
+| a Latin page's line read unsurely or as strange words, unlike the page's language, as a few marks for its width, or unsurely as mostly single letters | PP-OCRv6 on those lines, then `script_id.identify_lines` on the rest | that line: PP-OCRv6 (Chinese, Japanese), or its script's pack + eng |
 
 The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
 language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
@@ -314,7 +314,7 @@ def _may_be_other_script(outcome: RecognitionOutcome, language: str | None, imag
         return True
     if sum(char.isalpha() for char in text) < MINORITY_MIN_LETTERS:
         return False
-    words = [word for word in (token.strip(".,;:!?()[]{}\"'«»‘’“”-–—") for token in text.split()) if len(word) >= 2]
+    words = [word for word in (token.strip(".,;:!?()[]{}\"'«»‘’“”-–—") for token in tokens) if len(word) >= 2]
     strange = sum(_strange_word(word, accents_usual=language not in (None, "eng")) for word in words)
     if confidence >= MINORITY_CONFIDENCE:
         return strange >= max(2, SURE_STRANGE_SHARE * len(words))

@@ -24,8 +24,8 @@ surely (`LINE_MIN_CONFIDENCE`) and `MIN_LEAD` more surely than the Latin pack, m
 letters and with some letters no Latin one looks like (`MIN_OWN_LETTERS`); a pack that leads every
 other script's packs by `MIN_LEAD` as well needs only `LINE_LOW_CONFIDENCE`, in a reading of
 `LOW_MIN_OWN_LETTERS` such letters or more (the Greek pack is unsure of right readings). (Scoring by the
-median word instead of the mean, and asking a lead over the other scripts' packs too, were
-tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
+median word instead of the mean, and asking every line for a lead over the other scripts' packs
+too, were tried on the bench's pages, bench/minority_scripts.py, and named fewer lines rightly.)
 
 A script with several packs installed (Cyrillic: Russian, Ukrainian, Bulgarian) names its language
 by reading the same sheet with each (`_language_pack`): the Russian pack reads Ukrainian 'і' as '1'
