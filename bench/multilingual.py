@@ -52,17 +52,17 @@ UNSPACED = {"zh", "ja", "ko"}   # ko by characters too, fixed when its layer see
 SYSTEMS = ("ocrserve", "tesseract", "tesseract_eng")
 
 
-def load_pages(languages: set[str]) -> list[dict]:
-    listing = json.loads(PAGE_LIST.read_text())
+def load_pages(languages: set[str], page_list: Path = PAGE_LIST) -> list[dict]:
+    listing = json.loads(page_list.read_text())
     return [{**doc, "page": entry["page"], "what": entry["what"],
              "name": f"{doc['language']}_{Path(doc['path']).stem}_p{entry['page']:03d}"}
             for doc in listing["documents"] if not languages or doc["language"] in languages
             for entry in doc["pages"]]
 
 
-def install() -> None:
+def install(page_list: Path = PAGE_LIST) -> None:
     """Download and unpack the documents' packages; apt-get install the missing Tesseract packs."""
-    documents = json.loads(PAGE_LIST.read_text())["documents"]
+    documents = json.loads(page_list.read_text())["documents"]
     debs = DOCS_ROOT.parent / "debs"
     debs.mkdir(parents=True, exist_ok=True)
     for package in sorted({doc["package"] for doc in documents}):
@@ -198,6 +198,9 @@ def main() -> int:
     parser.add_argument("--install", action="store_true", help="fetch the documents and language packs, then stop")
     parser.add_argument("--work", type=Path, default=ROOT / "artifacts" / "multilingual" / "work")
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "multilingual.json")
+    parser.add_argument("--pages", type=Path, default=PAGE_LIST,
+                        help="the page list (default: bench/multilingual_pages.json; "
+                             "bench/multilingual_pages_validation.json holds other pages of the same documents)")
     parser.add_argument("--languages", default="", help="comma-separated language codes of the list (default: all)")
     parser.add_argument("--ocrserve-languages", default="detect", help="ocrserve's --languages (default: detect)")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="the systems scored")
@@ -205,9 +208,9 @@ def main() -> int:
                                                    "--out from an earlier run are scored (e.g. tesseract,tesseract_eng)")
     args = parser.parse_args()
     if args.install:
-        install()
+        install(args.pages)
         return 0
-    pages = load_pages({code for code in args.languages.split(",") if code})
+    pages = load_pages({code for code in args.languages.split(",") if code}, args.pages)
     build(pages, args.work)
     runs = {}
     reused = {system for system in args.reuse.split(",") if system}
