@@ -17,7 +17,9 @@ from PIL import Image, ImageDraw, ImageFont
 from vision.layout import RecognitionTask
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome
 from workers.recognizers.languages import installed_languages
-from workers.recognizers.routing import UNREADABLE, RoutingRecognizer, _beyond_house, _may_be_other_script
+from workers.recognizers.ppocr import PPOCRLineRecognizer
+from workers.recognizers.routing import (UNREADABLE, RoutingRecognizer, _beyond_house, _may_be_other_script,
+                                        _spaces_witnessed)
 
 pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None, reason="needs Tesseract (scripts/setup.sh)")
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -344,3 +346,51 @@ def test_chinese_lines_that_quote_latin_words_are_read_by_ppocr():
         han = [char for char in text if "\u4e00" <= char <= "\u9fff"]
         assert sum(char in read[k].text for char in han) >= len(han) - 1, read[k].text
     assert [o.text for k, o in enumerate(read) if k not in chinese] == lines
+
+
+def _typewriter_line(name: str, rest: str, size: int = 22) -> Image.Image:
+    """A package name in Liberation Mono, then prose in Liberation Serif, as maint-guide sets them."""
+    fonts = [ImageFont.truetype(f"/usr/share/fonts/truetype/liberation/{face}.ttf", size)
+             for face in ("LiberationMono-Regular", "LiberationSerif-Regular")]
+    width = int(fonts[0].getlength(name) + fonts[1].getlength(rest)) + 2 * size
+    image = Image.new("RGB", (width, int(size * 1.6)), "white")
+    draw = ImageDraw.Draw(image)
+    draw.text((size, size // 4), name, fill="black", font=fonts[0])
+    draw.text((size + fonts[0].getlength(name), size // 4), rest, fill="black", font=fonts[1])
+    return image
+
+
+def test_words_in_a_typewriter_face_are_not_broken_where_the_house_model_read_them_whole():
+    """PP-OCRv6 reads a French page's lines (it is sure of them), but breaks package names set in a
+    typewriter face at a narrow letter's wide cell ('pat ch', 'per l', 'debhe lper'); the house
+    model read them whole, so they stay whole. Spaces the house model also has stay."""
+    from workers.recognizers import ppocr
+    if ppocr.model_path() is None or not ppocr.reads("fra"):
+        pytest.skip("needs the rapidocr wheel's PP-OCRv6 model (scripts/setup.sh)")
+    lines = [("patch", " — ce programme très utile prend un fichier de différences"),
+             ("perl", " — Perl est un des langages de script les plus utilisés"),
+             ("debhelper", " — ce paquet fournit des outils pour créer les paquets"),
+             ("pbuilder", " — ce paquet permet de construire dans un environnement propre")]
+    items = [RecognitionItem(_typewriter_line(name, rest), RecognitionTask.TEXT, is_single_line=True,
+                             languages="detect") for name, rest in lines]
+    broken = PPOCRLineRecognizer(1).recognize(items)
+    assert sum(o.text.split(" —")[0] != name for o, (name, _) in zip(broken, lines)) >= 2, \
+        [o.text for o in broken]   # else this test shows nothing
+    read = RoutingRecognizer(HouseReadings([(name + rest, 0.97) for name, rest in lines])).recognize(items)
+    assert {o.language for o in read} == {"fra"}
+    for outcome, (name, rest) in zip(read, lines):
+        assert outcome.text.split(" ")[0] == name, outcome.text
+        assert len(outcome.text.split()) == len((name + rest).split()), outcome.text
+
+
+def test_only_pieces_the_witness_read_as_one_word_are_joined():
+    assert _spaces_witnessed("pat ch — ce programme", "patch — ce programme") == "patch — ce programme"
+    assert _spaces_witnessed("debhe lper(1)) 3 ;", "debhelper(1)) 3 ;") == "debhelper(1)) 3 ;"
+    assert _spaces_witnessed("Bui ld-Depends: x", "Build-Depends: x") == "Build-Depends: x"
+    # punctuation between the pieces, a piece that is not all letters, a pair the witness has too
+    assert _spaces_witnessed("jazyku (např.", "jazyku(např.") == "jazyku (např."
+    assert _spaces_witnessed("auf »optional", "auf»optional") == "auf »optional"
+    assert _spaces_witnessed("3 in wide", "3in wide") == "3 in wide"
+    assert _spaces_witnessed("de la per l de la", "dela perl de la") == "de la perl de la"
+    # too short to tell a broken word from two
+    assert _spaces_witnessed("a b", "ab") == "a b"

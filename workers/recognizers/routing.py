@@ -24,7 +24,8 @@ French pages the house model dropped umlauts and accents it could write, 'fur' f
 fifth phase's weights, which write them, it still reads those pages worse alone than merged: word
 recall 0.960 / 0.932 against 0.976 / 0.969, 2026-12-06); the other
 reading where it holds letters the house model cannot write (on a page of another script, a
-reading mostly in Latin letters needs a whole word in the script: `_beyond_house`); else
+reading mostly in Latin letters needs a whole word in the script: `_beyond_house`), with a word it
+broke in two joined where the house model read it whole (`_spaces_witnessed`); else
 the house model's where it was confident (`KEEP_HOUSE_CONFIDENCE`: the English commands and code on
 a Russian page); else the other one. A line nobody reads is `UNREADABLE` with confidence 0 and its
 script, never an empty or invented line, and a `<unk>` the house model wrote (the engine drops it
@@ -96,6 +97,7 @@ FRAGMENT_SHARE = 2 / 3
 # a word this long, in letters the house model cannot write, makes a mostly Latin reading of a
 # line of a non-Latin page another script's ('вместо ${shlibs:Depends}'; `_beyond_house`)
 OTHER_WORD_LETTERS = 3
+JOIN_MIN_LETTERS = 4   # a word broken by another reader is joined back at this length (`_spaces_witnessed`)
 UNREADABLE = "\ufffd"          # U+FFFD REPLACEMENT CHARACTER: the text of a line nobody here reads
 UNK = "<unk>"
 
@@ -262,7 +264,7 @@ class RoutingRecognizer:
             other = read.get(i)
             if other is not None and other.ok and other.text and (
                     _beyond_house(other.text, script) or (i in by_lines and (other.confidence or 0) >= TRUST_PPOCR)):
-                chosen = other
+                chosen = replace(other, text=_spaces_witnessed(other.text, own.text)) if own.ok and own.text else other
             elif own.ok and own.text and (own.confidence or 0) >= KEEP_HOUSE_CONFIDENCE:
                 chosen = own
             elif other is not None and other.ok and other.text:
@@ -287,6 +289,41 @@ def _beyond_house(text: str, script: str | None) -> bool:
         return True
     return any(sum(char.isalpha() for char in word) >= OTHER_WORD_LETTERS
                and not any(char.isalpha() and house_writes(char) for char in word) for word in text.split())
+
+
+def _spaces_witnessed(text: str, witness: str) -> str:
+    """`text` without the spaces it put inside a word that `witness` (the house model's reading of the
+    same line) read whole: PP-OCRv6 and Tesseract break words set in a typewriter face at a narrow
+    letter's wide cell ('pat ch', 'per l', 'debhe lper(1)' on maint-guide's package names), where the
+    house model, trained on such faces, mostly reads them whole. Two pieces are joined only where the
+    left one is all letters (punctuation before it aside), the joined word's letters
+    (`JOIN_MIN_LETTERS` or more, with hyphens) begin a word of the witness, and the witness never
+    has the two pieces side by side."""
+    seen = [_letters(token) for token in witness.split()]
+    whole, pairs = set(seen), set(zip(seen, seen[1:]))
+    pieces = text.split(" ")
+    kept = [pieces[0]]
+    for piece in pieces[1:]:
+        left, right = _letters(kept[-1]), _letters(piece)
+        if (left and right and left == kept[-1].lstrip(_OPENING) and piece.startswith(right)
+                and len(left + right) >= JOIN_MIN_LETTERS and _letters(left + piece) == left + right
+                and left + right in whole and (left, right) not in pairs):
+            kept[-1] += piece
+        else:
+            kept.append(piece)
+    return " ".join(kept)
+
+
+_OPENING = "([{\"'«‘“»—–-_"
+
+
+def _letters(token: str) -> str:
+    """The letters (and hyphens between them) a token begins with, punctuation before them aside."""
+    token = token.lstrip(_OPENING)
+    end = 0
+    while end < len(token) and (token[end].isalpha() or (token[end] == "-" and end > 0)):
+        end += 1
+    return token[:end].rstrip("-")
 
 
 def _cjk_candidate(item: RecognitionItem, outcome: RecognitionOutcome) -> bool:
