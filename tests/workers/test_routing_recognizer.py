@@ -394,3 +394,28 @@ def test_only_pieces_the_witness_read_as_one_word_are_joined():
     assert _spaces_witnessed("de la per l de la", "dela perl de la") == "de la perl de la"
     # too short to tell a broken word from two
     assert _spaces_witnessed("a b", "ab") == "a b"
+
+
+def test_a_page_in_another_script_is_read_a_block_at_a_time_where_its_lines_say_their_block():
+    """The pipeline's line crops say their block (`RecognitionItem.block`); Tesseract then reads the
+    block whole and each line gets the words inside its box."""
+    _needs("rus")
+    from workers.recognizers.base import BlockCrop
+
+    lines = ["Съешь же ещё этих мягких булок", "да выпей же чаю и отдохни", "программа для создания пакетов"]
+    rows = [_line(text) for text in lines]
+    sheet = Image.new("RGB", (max(row.width for row in rows), 56 * len(rows)), "white")
+    for k, row in enumerate(rows):
+        sheet.paste(row, (0, 56 * k + 4))
+    block = BlockCrop(sheet, (0, 0, sheet.width, sheet.height))
+    items = [RecognitionItem(row, RecognitionTask.TEXT, is_single_line=True, languages="detect", block=block,
+                             box_in_block=(0.0, 56.0 * k + 4, float(row.width), 56.0 * k + 52))
+             for k, row in enumerate(rows)]
+    house = [("Entions &ev €X0v apK8T} &v€Xïü n.X.", 0.42), ("oµa µe to betababel package aXX&", 0.33),
+             ("nOv 8lantlQTóG@aµE &ival ótl", 0.55)]
+    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
+    assert block._image is not None                       # the block was read
+    assert [o.script for o in read] == ["Cyrillic"] * 3
+    for outcome, text in zip(read, lines):
+        found = set(outcome.text.split())
+        assert len(found & set(text.split())) >= 0.7 * len(text.split()), (outcome.text, text)

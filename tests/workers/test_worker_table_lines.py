@@ -96,3 +96,16 @@ def test_a_table_from_the_text_layer_is_remade_from_word_gaps_and_a_line_that_to
                           source="text_layer", lines=(header, comments, *row))
     assert _retabulated(region).text.splitlines() == [
         "| Symbol | Frequency | Comments |", "| --- | --- | --- |", "| Ø | 1 in 1,000 | Swedish names |"]
+
+
+def test_each_line_crop_says_its_block_and_where_it_lies_in_it():
+    """For a reader that reads a line better among its neighbours (Tesseract, a block at a time):
+    every line of a block shares one block crop, cut only when asked for, and its box there shows
+    the same pixels as its box on the page."""
+    page = _page_with_cells()
+    items = plan_block(BlockWork(TABLE, by_lines=True), page.image, NEVER)
+    [block] = {id(item.block): item.block for item in items}.values()
+    assert block._image is None                              # not cut yet
+    for item, line in zip(items, TABLE.lines):
+        left, top, right, bottom = (round(v) for v in item.box_in_block)
+        assert block.image.crop((left, top, right, bottom)).tobytes() == page.image.crop(line.bbox).tobytes()

@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 from PIL import Image
 
-from vision.crops import crop_image, crop_line
+from vision.crops import crop_box, crop_image, crop_line
 from vision.ink import has_text_ink
 from vision.layout import RecognitionTask
 from vision.noise import NOISY_PAGE, SMALL_PRINT_PX, scan_noise, soften
 from workers.pipeline.page import BlockWork, PageWork
 from workers.pipeline.text_layer_policy import TextLayerPolicy
-from workers.recognizers.base import RecognitionItem, RecognitionOutcome
+from workers.recognizers.base import BlockCrop, RecognitionItem, RecognitionOutcome
 from workers.text_layer_fallback import lines_from_words
 
 NO_TEXT = RecognitionOutcome("")
@@ -45,6 +45,7 @@ def plan_block(work: BlockWork, image: Image.Image, policy: TextLayerPolicy,
     if work.by_lines:
         from_layer = work.layer.lines if work.layer is not None else (None,) * len(block.lines)
         crops: list[RecognitionItem | RecognitionOutcome] = []
+        around = _block_crop(image, block.region.bbox, [line.bbox for line in block.lines])
         for line, text in zip(block.lines, from_layer):
             answer = policy.answer(text)
             if answer is not None:
@@ -53,7 +54,8 @@ def plan_block(work: BlockWork, image: Image.Image, policy: TextLayerPolicy,
             crop = crop_line(image, line)
             small = noisy_page is not None and line.upright_size[1] <= SMALL_PRINT_PX
             sent = soften(crop) if small and noisy_page() else crop
-            crops.append(RecognitionItem(sent, RecognitionTask.TEXT, is_single_line=True, draft=policy.draft(text))
+            crops.append(RecognitionItem(sent, RecognitionTask.TEXT, is_single_line=True, draft=policy.draft(text),
+                                         block=around, box_in_block=_within(line.bbox, around))
                          if has_text_ink(crop) else NO_TEXT)
         return crops
     if block.task is RecognitionTask.SKIP:
@@ -66,3 +68,17 @@ def plan_block(work: BlockWork, image: Image.Image, policy: TextLayerPolicy,
             return []
         draft = policy.draft("\n".join(line.text for line in lines_from_words(work.layer.words)))
     return [RecognitionItem(crop_image(image, block.region.bbox), block.task, is_single_line=False, draft=draft)]
+
+
+def _block_crop(image: Image.Image, region_box, line_boxes) -> BlockCrop:
+    """The block's area with its lines (a line may reach past its region's box), as `crop_image` cuts it."""
+    x0 = min([region_box[0], *(box[0] for box in line_boxes)])
+    y0 = min([region_box[1], *(box[1] for box in line_boxes)])
+    x1 = max([region_box[2], *(box[2] for box in line_boxes)])
+    y1 = max([region_box[3], *(box[3] for box in line_boxes)])
+    return BlockCrop(image, crop_box((x0, y0, x1, y1), image.width, image.height))
+
+
+def _within(box, block: BlockCrop) -> tuple[float, float, float, float]:
+    left, top = block.box[0], block.box[1]
+    return (box[0] - left, box[1] - top, box[2] - left, box[3] - top)

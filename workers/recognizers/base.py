@@ -43,6 +43,23 @@ class RecognizerConfigError(RuntimeError):
     """The recogniser is set up in a way that cannot work; the message says what to change."""
 
 
+class BlockCrop:
+    """The page area a block's line crops were cut from, for a recogniser that reads a line better
+    among its neighbours (`TesseractRecognizer.recognize_in_blocks`). Cut out on first use: most
+    pages never need it. Its lines say where they lie in it (`RecognitionItem.box_in_block`)."""
+
+    def __init__(self, page: Image.Image, box: tuple[int, int, int, int]):
+        self.page = page
+        self.box = box                  # page pixels, x1 and y1 exclusive
+        self._image: Image.Image | None = None
+
+    @property
+    def image(self) -> Image.Image:
+        if self._image is None:
+            self._image = self.page.crop(self.box)
+        return self._image
+
+
 @dataclass(frozen=True)
 class RecognitionItem:
     image: Image.Image          # RGB crop
@@ -52,6 +69,8 @@ class RecognitionItem:
                                 # a recogniser may use it to read faster, never as the answer
     languages: str | None = None   # the job's `languages` option (workers.recognizers.languages): "detect" or
                                    # Tesseract codes such as "pol+eng"; None: the recogniser's own choice
+    block: BlockCrop | None = None     # a line crop's block (`BlockCrop`), where the pipeline knows it
+    box_in_block: tuple[float, float, float, float] | None = None   # the line's box in `block.image`'s pixels
 
     def __post_init__(self) -> None:
         assert self.task in TASK_PROMPTS, f"no recognition for task {self.task}"

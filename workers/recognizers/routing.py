@@ -17,7 +17,9 @@ house model first, and the page then decides, from that reading:
 
 The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
 language (Chinese, Japanese, most Latin-script languages: it finds more there than Tesseract on the
-multilingual set), else Tesseract with the page's packs; regions read whole go to Tesseract.
+multilingual set), else Tesseract with the page's packs, which reads each block whole and gives its
+words to the detected lines (`TesseractRecognizer.recognize_in_blocks`: it finds more words so than
+line by line); regions read whole go to Tesseract.
 
 Merged, per line: PP-OCRv6's reading where it is sure of it (`TRUST_PPOCR`: on the set's German and
 French pages the house model dropped umlauts and accents it could write, 'fur' for 'für'; with the
@@ -258,7 +260,7 @@ class RoutingRecognizer:
             read |= dict(zip(by_lines, PPOCRLineRecognizer(self.num_processes).recognize([items[i] for i in by_lines])))
         if rest:
             tesseract = TesseractRecognizer(self.tesseract_cmd, packs, self.num_processes)
-            read |= dict(zip(rest, tesseract.recognize([items[i] for i in rest])))
+            read |= dict(zip(rest, tesseract.recognize_in_blocks([items[i] for i in rest])))
         merged = []
         for i, own in enumerate(house):
             other = read.get(i)
