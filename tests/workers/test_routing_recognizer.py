@@ -419,3 +419,31 @@ def test_a_page_in_another_script_is_read_a_block_at_a_time_where_its_lines_say_
     for outcome, text in zip(read, lines):
         found = set(outcome.text.split())
         assert len(found & set(text.split())) >= 0.7 * len(text.split()), (outcome.text, text)
+
+
+def _dotted(text: str) -> Image.Image:
+    """A line printed in dots, one pixel in three kept each way in 2x2 dots (augraphy's dot-matrix look)."""
+    import numpy as np
+
+    grey = np.asarray(_line(text).convert("L")).copy()
+    keep = np.zeros(grey.shape, bool)
+    for dy in range(2):
+        for dx in range(2):
+            keep[dy::3, dx::3] = True
+    grey[~keep] = 255
+    return Image.fromarray(grey).convert("RGB")
+
+
+def test_a_latin_page_no_pack_reads_surely_keeps_the_house_reading_where_it_holds_a_languages_words():
+    """An English page printed in dots: no Tesseract pack reads a sample surely and OSD names no
+    script (on the real augraphy page it named Japanese at 0.26), so every line came out unreadable.
+    The house model's unsure reading holds English words: the page is Latin and keeps it."""
+    house = [("The comittee met on Tuesday to reviev the annual budget", 0.55),
+             ("and the plans for the new library bui1ding, which opens", 0.52),
+             ("in the spring. Members were asked to send their comnents", 0.58),
+             ("before the end of the month, with the secretary in copy.", 0.61)]
+    items = [RecognitionItem(_dotted(text), RecognitionTask.TEXT, is_single_line=True, languages="detect")
+             for text in ENGLISH]
+    read = RoutingRecognizer(HouseReadings(house)).recognize(items)
+    assert [o.text for o in read] == [text for text, _ in house]
+    assert {o.script for o in read} == {"Latin"}

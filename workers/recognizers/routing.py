@@ -12,7 +12,7 @@ house model first, and the page then decides, from that reading:
 | the same, a language PP-OCRv6 reads but English | the same (German, French, Polish...)       | both, merged, PP-OCRv6 first |
 | house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
 | house reading poor (low confidence, or few of its words a language's frequent words): another script, pack here | `script_id.identify_script` on a sample | both, merged, the script's pack + eng |
-| another script, no pack here                    | the same, then Tesseract OSD names it      | house where confident, else marked unreadable |
+| another script, no pack here                    | the same, then Tesseract OSD names it, unless the house reading holds a language's words (`UNSURE_LATIN_WORD_SHARE`: then Latin) | house where confident, else marked unreadable |
 | a Latin page's line read unsurely or as strange words, unlike the page's language, as a few marks for its width, or unsurely as mostly single letters | PP-OCRv6 on those lines, then `script_id.identify_lines` on the rest | that line: PP-OCRv6 (Chinese, Japanese), or its script's pack + eng |
 
 The other reader of a line crop is PP-OCRv6 (`workers.recognizers.ppocr`) where it reads the page's
@@ -58,6 +58,12 @@ KEEP_HOUSE_CONFIDENCE = 0.8    # a Latin-1 line the house model read this confid
 # a page read confidently whose words are less than this share a language's frequent words gets its
 # script identified too: the house model reads Cyrillic as Latin-looking words at 0.9 and more
 MIN_LANGUAGE_WORD_SHARE = 0.08
+# A page no pack reads surely (`identify_script` fell back on OSD) is Latin all the same where this share
+# of the house reading's words are a language's frequent words: an augraphy copy of an English
+# reference card printed in dots, read at a median line confidence of 0.55 with 9% frequent words, was
+# named Japanese by OSD at 0.26, and every line came out unreadable. Another script read as
+# Latin-looking letters has next to none (Hebrew, Georgian, Armenian: 0).
+UNSURE_LATIN_WORD_SHARE = 0.05
 TRUST_PPOCR = 0.8              # PP-OCRv6's reading this sure is taken over the house model's (see the docstring)
 # of the letters PP-OCRv6 reads in a hard page's sample lines: Chinese or Japanese (`_cjk_script`)
 CJK_SHARE = 0.6
@@ -152,6 +158,8 @@ class RoutingRecognizer:
             return self._merged(items, house, packs, cjk, packs.split("+")[0])
         guess = identify_script(hard or [item.image for item in items], installed, self.tesseract_cmd,
                                 self.num_processes)
+        if guess.pack is None and guess.script != "Latin" and word_share >= UNSURE_LATIN_WORD_SHARE:
+            guess = replace(guess, script="Latin")   # no pack was sure, but the house model read a language's words
         if guess.script == "Latin" or (guess.script is None and guess.pack is not None):
             return self._minority_lines(items, self._latin_page(items, house, installed), installed)
         packs = packs_for_script(guess.script, installed, guess.pack) if guess.script else None
