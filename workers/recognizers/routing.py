@@ -316,8 +316,7 @@ def _spaces_witnessed(text: str, witness: str) -> str:
     for piece in pieces[1:]:
         left, right = _letters(kept[-1]), _letters(piece)
         if (left and right and left == kept[-1].lstrip(_OPENING) and piece.startswith(right)
-                and len(left + right) >= JOIN_MIN_LETTERS and _letters(left + piece) == left + right
-                and left + right in whole and (left, right) not in pairs):
+                and len(left + right) >= JOIN_MIN_LETTERS and left + right in whole and (left, right) not in pairs):
             kept[-1] += piece
         else:
             kept.append(piece)

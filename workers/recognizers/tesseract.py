@@ -126,26 +126,9 @@ class TesseractRecognizer:
 
     def _words(self, batch: list[int], images: list[Image.Image], lang: str) -> list[list[_Word] | None]:
         """Each image of `batch` read as a block of text: its words, or None where Tesseract failed."""
-        with tempfile.TemporaryDirectory(prefix="ocrserve-tess-") as tmp:
-            paths = []
-            for k in batch:
-                path = Path(tmp) / f"{k}.png"
-                images[k].save(path)
-                paths.append(str(path))
-            list_file = Path(tmp) / "images.txt"
-            list_file.write_text("\n".join(paths) + "\n")
-            command = [self.command, str(list_file), "stdout", "--psm", _BLOCK_MODE, "-l", lang, "tsv"]
-            env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, env=env,
-                                      timeout=30 + self.timeout_s_per_item * len(batch) * BLOCK_ITEMS)
-            except FileNotFoundError:
-                raise RecognizerConfigError(
-                    f"the tesseract program ({self.command!r}) is not installed; install the Debian package "
-                    f"tesseract-ocr") from None
-            except subprocess.TimeoutExpired:
-                return [None] * len(batch)
-        if done.returncode != 0:
+        done = self._program([images[k] for k in batch], ["--psm", _BLOCK_MODE, "-l", lang, "tsv"],
+                             timeout=30 + self.timeout_s_per_item * len(batch) * BLOCK_ITEMS)
+        if done is None or done.returncode != 0:
             return [None] * len(batch)
         words: list[list[_Word]] = [[] for _ in batch]
         for row in done.stdout.splitlines():
@@ -162,27 +145,11 @@ class TesseractRecognizer:
         return item.languages if item.languages and item.languages != "detect" else self.lang
 
     def _run(self, mode: str, items: list[RecognitionItem], lang: str) -> list[RecognitionOutcome]:
-        with tempfile.TemporaryDirectory(prefix="ocrserve-tess-") as tmp:
-            paths = []
-            for i, item in enumerate(items):
-                path = Path(tmp) / f"{i}.png"
-                _scaled_for_tesseract(item.image).save(path)
-                paths.append(str(path))
-            list_file = Path(tmp) / "images.txt"
-            list_file.write_text("\n".join(paths) + "\n")
-            command = [self.command, str(list_file), "stdout", "--psm", mode, "-l", lang,
-                       "-c", f"page_separator={PAGE_SEPARATOR}"]
-            # One thread per run: the runs themselves go in parallel.
-            env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, env=env,
-                                      timeout=30 + self.timeout_s_per_item * len(items))
-            except FileNotFoundError:
-                raise RecognizerConfigError(
-                    f"the tesseract program ({self.command!r}) is not installed; install the Debian package "
-                    f"tesseract-ocr") from None
-            except subprocess.TimeoutExpired:
-                return [RecognitionOutcome(None, "tesseract took too long on this batch")] * len(items)
+        done = self._program([_scaled_for_tesseract(item.image) for item in items],
+                             ["--psm", mode, "-l", lang, "-c", f"page_separator={PAGE_SEPARATOR}"],
+                             timeout=30 + self.timeout_s_per_item * len(items))
+        if done is None:
+            return [RecognitionOutcome(None, "tesseract took too long on this batch")] * len(items)
         if done.returncode != 0:
             detail = done.stderr.strip().splitlines()[-1:] or ["no message"]
             return [RecognitionOutcome(None, f"tesseract failed (exit {done.returncode}): {detail[0][:200]}")] * len(items)
@@ -190,6 +157,28 @@ class TesseractRecognizer:
         if len(texts) != len(items):
             return [RecognitionOutcome(None, f"tesseract returned {len(texts)} texts for {len(items)} images")] * len(items)
         return [RecognitionOutcome(_clean(text, single_line=mode == _LINE_MODE)) for text in texts]
+
+    def _program(self, images: list[Image.Image], options: list[str],
+                 timeout: float) -> subprocess.CompletedProcess[str] | None:
+        """One run of the program over `images` (a list file: one process, each image a page of its
+        output), one thread (the runs themselves go in parallel); None when it took too long."""
+        with tempfile.TemporaryDirectory(prefix="ocrserve-tess-") as tmp:
+            paths = []
+            for k, image in enumerate(images):
+                path = Path(tmp) / f"{k}.png"
+                image.save(path)
+                paths.append(str(path))
+            list_file = Path(tmp) / "images.txt"
+            list_file.write_text("\n".join(paths) + "\n")
+            try:
+                return subprocess.run([self.command, str(list_file), "stdout", *options], capture_output=True,
+                                      text=True, env={**os.environ, "OMP_THREAD_LIMIT": "1"}, timeout=timeout)
+            except FileNotFoundError:
+                raise RecognizerConfigError(
+                    f"the tesseract program ({self.command!r}) is not installed; install the Debian package "
+                    f"tesseract-ocr") from None
+            except subprocess.TimeoutExpired:
+                return None
 
 
 @dataclass(frozen=True)
@@ -213,17 +202,16 @@ def _scaled(image: Image.Image, scale: float) -> Image.Image:
 
 
 def _words_to_lines(words: list[_Word], boxes: list[tuple[float, ...]]) -> list[str]:
-    """Each line's words, in the order Tesseract read them: a word goes to the line whose box holds its centre (the one
-    whose middle is nearest, where boxes overlap), else to a line whose columns hold it and whose
-    middle is within half a line's height; a word no line holds is dropped (Tesseract read something
-    the line detector did not find: no line is made for it)."""
+    """Each line's words, in the order Tesseract read them: a word goes to the line whose columns
+    hold its centre and whose middle is nearest it, within half the line's height (and
+    `WORD_REACH_PX`); a word no line holds is dropped (Tesseract read something the line detector did
+    not find: no line is made for it)."""
     placed: list[list[_Word]] = [[] for _ in boxes]
     for word in words:
         def distance(k: int) -> float:
             return abs((boxes[k][1] + boxes[k][3]) / 2 - word.y)
-        columns = [k for k, box in enumerate(boxes) if box[0] - WORD_REACH_PX <= word.x <= box[2] + WORD_REACH_PX]
-        inside = [k for k in columns if boxes[k][1] <= word.y <= boxes[k][3]]
-        near = inside or [k for k in columns if distance(k) <= (boxes[k][3] - boxes[k][1]) / 2 + WORD_REACH_PX]
+        near = [k for k, box in enumerate(boxes) if box[0] - WORD_REACH_PX <= word.x <= box[2] + WORD_REACH_PX
+                and distance(k) <= (box[3] - box[1]) / 2 + WORD_REACH_PX]
         if near:
             placed[min(near, key=distance)].append(word)
     return [" ".join(word.text for word in line) for line in placed]
