@@ -86,6 +86,9 @@ class RecognitionOutcome:
     truncated_repetition: bool = False
     tokens: tuple[tuple[str, float], ...] | None = None   # (token text, log-prob) of the reply, when it gives them:
                                                           # words' confidences (workers.line_words)
+    # per token of `tokens`, the recogniser's next likeliest tokens there, (text, log-prob), when asked
+    # for (`OpenAIVisionRecognizer(alternatives=...)`): words read against a lexicon (`lexicon`)
+    alternatives: tuple[tuple[tuple[str, float], ...], ...] | None = None
     script: str | None = None     # the writing system read (vision.scripts name), when the recogniser says
     language: str | None = None   # the Tesseract code of the language read, when known
 

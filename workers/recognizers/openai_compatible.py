@@ -75,6 +75,7 @@ from workers.tenant import SECRET_BYTES, current_tenant, tenant_secret
 
 MAX_TOKENS = {RecognitionTask.TEXT: 512, RecognitionTask.TABLE: 4096, RecognitionTask.FORMULA: 1024}
 TEMPERATURE_LADDER = (0.0, 0.4)
+HOUSE_ALTERNATIVES = 4   # next likeliest characters asked for each one the house model reads (`lexicon`)
 MAX_DRAFT_CHARS = 32768   # the engine refuses a draft_text over 65536; a draft's head drafts as well as the whole
 _CONFIG_CODES = {"model_does_not_accept_images", "images_not_implemented", "model_not_found"}
 
@@ -83,8 +84,11 @@ class OpenAIVisionRecognizer:
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
                  connect_timeout_s: float = 5.0, max_concurrency: int = 16, reads_single_lines: bool = False,
                  name: str = "openai", tenant_secret: bytes | None = None,
-                 loop_guard: bool | dict[str, int] = True):
+                 loop_guard: bool | dict[str, int] = True, alternatives: int = 0):
         self.name = name
+        # each token's next likeliest tokens asked for too (`top_logprobs`; 0: not asked): the house
+        # model's, one character a token, let a word be read against the page language's lexicon
+        self.alternatives = alternatives
         # True: the guard with limits for each task (repetition.loop_guard_option); a dict: those limits
         # on every request (tests, a model with another tokenizer); False: no guard
         self.loop_guard = loop_guard
@@ -109,7 +113,7 @@ class OpenAIVisionRecognizer:
         return cls(settings.engine_base_url, settings.recognizer_model, settings.engine_api_key,
                    settings.engine_timeout_s, settings.engine_connect_timeout_s, settings.recognizer_max_concurrency,
                    reads_single_lines=house, name=settings.recognizer, tenant_secret=tenant_secret(settings),
-                   loop_guard=settings.loop_guard)
+                   loop_guard=settings.loop_guard, alternatives=HOUSE_ALTERNATIVES if house else 0)
 
     def check(self) -> None:
         """Send one tiny image: a text-only model is refused here, before any document is touched."""
@@ -152,6 +156,8 @@ class OpenAIVisionRecognizer:
         content = [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": TASK_PROMPTS[item.task]}]
         body = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "max_tokens": MAX_TOKENS[item.task], "temperature": temperature, "logprobs": True}
+        if self.alternatives:
+            body["top_logprobs"] = self.alternatives
         tenant = current_tenant(self.tenant_secret)
         if tenant is not None:
             body["user"] = tenant
@@ -209,13 +215,16 @@ class OpenAIVisionRecognizer:
     def _outcome(self, choice: dict[str, Any], truncated: bool = False) -> RecognitionOutcome:
         text = choice["message"].get("content") or ""
         tokens = _tokens(choice.get("logprobs"))
+        alternatives = _alternatives(choice.get("logprobs")) if tokens is not None and self.alternatives else None
         if truncated:   # what was read before the loop, and the tokens that spell it
             text = cut_repetition(text)
             if tokens is not None:
-                ends = itertools.accumulate(len(token) for token, _ in tokens)
-                tokens = tuple(token for token, end in zip(tokens, ends) if end <= len(text)) or None
+                ends = list(itertools.accumulate(len(token) for token, _ in tokens))
+                kept = sum(1 for end in ends if end <= len(text))
+                tokens = tokens[:kept] or None
+                alternatives = alternatives[:kept] if alternatives and tokens else None
         return RecognitionOutcome(text.strip(), confidence=_confidence(choice.get("logprobs")), tokens=tokens,
-                                  truncated_repetition=truncated)
+                                  truncated_repetition=truncated, alternatives=alternatives)
 
     async def _recognize_one(self, client: httpx.AsyncClient, item: RecognitionItem) -> RecognitionOutcome:
         url = data_url(item.image, self.image_format)
@@ -286,6 +295,21 @@ def _tokens(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
     if len(pairs) != len(entries) or not all(isinstance(t, str) and isinstance(v, (int, float)) for t, v in pairs):
         return None
     return tuple((token, float(value)) for token, value in pairs)
+
+
+def _alternatives(logprobs: Any) -> tuple[tuple[tuple[str, float], ...], ...] | None:
+    """Per token of the reply, its `top_logprobs` as (token, log-prob) pairs (the token itself among
+    them as the server lists it), or None when any entry lacks them or is malformed."""
+    alternatives = []
+    for entry in logprobs["content"]:
+        top = entry.get("top_logprobs")
+        if not isinstance(top, list):
+            return None
+        pairs = tuple((item.get("token"), item.get("logprob")) for item in top if isinstance(item, dict))
+        if len(pairs) != len(top) or not all(isinstance(t, str) and isinstance(v, (int, float)) for t, v in pairs):
+            return None
+        alternatives.append(tuple((token, float(value)) for token, value in pairs))
+    return tuple(alternatives)
 
 
 def is_loopback(base_url: str) -> bool:

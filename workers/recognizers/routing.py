@@ -7,7 +7,7 @@ house model first, and the page then decides, from that reading:
 | the page                                        | found by                                   | read by |
 |-------------------------------------------------|--------------------------------------------|---------|
 | `languages` names Tesseract packs               | the job                                    | both, merged |
-| house reading confident, language of Latin-1    | median confidence, `guess_latin_language`  | house |
+| house reading confident, language of Latin-1    | median confidence, `guess_latin_language`  | house, words read against the language's word list (`lexicon`) |
 | house reading confident, other Latin language   | the same (Polish, Czech, Vietnamese...)    | both, merged, that pack |
 | the same, a language PP-OCRv6 reads but English | the same (German, French, Polish...)       | both, merged, PP-OCRv6 first |
 | house reading poor, and PP-OCRv6 reads its hardest lines as Chinese or Japanese (vertical columns too) | `_cjk_script` on a sample | both, merged, PP-OCRv6 first |
@@ -49,6 +49,7 @@ from workers.recognizers import ppocr
 from workers.recognizers.languages import (DETECT, HOUSE_LANGUAGES, SCRIPT_LANGUAGES, guess_latin_language,
                                            house_writes, installed_languages, latin_language_evidence,
                                            packs_for_script)
+from workers.recognizers.lexicon import read_page_against_lexicon
 from workers.recognizers.script_id import KANA_SHARE, SAMPLE_LINES, identify_lines, identify_script
 from workers.recognizers.ppocr import PPOCRLineRecognizer
 from workers.recognizers.tesseract import TesseractRecognizer
@@ -142,7 +143,7 @@ class RoutingRecognizer:
             codes = languages.split("+")
             script = script_of_text(" ".join(outcome.text or "" for outcome in house)) or "Latin"
             if set(codes) <= HOUSE_LANGUAGES:
-                return [_labelled(outcome, script, codes[0]) for outcome in house]
+                return [_labelled(outcome, script, codes[0]) for outcome in read_page_against_lexicon(house, codes[0])]
             return self._merged(items, house, languages, None, codes[0])
         confidences = [o.confidence for o in house if o.ok and o.confidence is not None and o.text]
         page_text = " ".join(outcome.text or "" for outcome in house)
@@ -251,7 +252,7 @@ class RoutingRecognizer:
         if language is not None and language != "eng" and ppocr.reads(language):
             return self._merged(items, house, language, "Latin", language)
         if language is None or language in HOUSE_LANGUAGES or language not in installed:
-            return [_labelled(outcome, "Latin", language) for outcome in house]
+            return [_labelled(outcome, "Latin", language) for outcome in read_page_against_lexicon(house, language)]
         # with English, as a script's pack gets it: documents quote English words, commands and names
         packs = f"{language}+eng" if "eng" in installed else language
         return self._merged(items, house, packs, "Latin", language)
