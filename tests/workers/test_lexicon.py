@@ -123,6 +123,24 @@ def test_an_english_page_asked_for_in_english_is_read_against_its_list():
     assert all(outcome.language == "eng" for outcome in read)
 
 
+def test_a_page_found_to_be_english_is_read_against_its_list_after_the_routing():
+    """No `languages` given: the page is judged on what the model read (its confidences, its words),
+    then its Latin lines are read against the list of the language it was found to be in."""
+    outcomes = [_outcome("Thc pages of the manual describe the formatting of a class", {2: ("e", 0.7, 0.3)}),
+                _outcome("that is used by the authors of papers for the IEEE Computcr Society",
+                         {57: ("e", 0.95, 0.05)}),
+                _outcome("and it is compatible with any style of the references", None)]
+    items = [RecognitionItem(Image.new("RGB", (800, 40), "white"), RecognitionTask.TEXT, is_single_line=True)
+             for _ in outcomes]
+    read = RoutingRecognizer(_Readings(outcomes)).recognize(items)
+    assert [outcome.text for outcome in read] == [
+        "The pages of the manual describe the formatting of a class",
+        "that is used by the authors of papers for the IEEE Computer Society",
+        "and it is compatible with any style of the references"]
+    assert all(outcome.language == "eng" and outcome.script == "Latin" for outcome in read)
+    assert read[2] is not outcomes[2] and read[2].text == outcomes[2].text
+
+
 def _without_e_bars(text: str, size: int = 32) -> Image.Image:
     """`text` printed in DejaVu Serif with the bar of every 'e' cleared between the bowl's walls."""
     font = ImageFont.truetype(SERIF, size)

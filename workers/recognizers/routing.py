@@ -150,7 +150,7 @@ class RoutingRecognizer:
         _, word_share = latin_language_evidence(page_text, installed | HOUSE_LANGUAGES)
         well_read = confidences and statistics.median(confidences) >= HARD_PAGE_CONFIDENCE
         if not installed or not confidences or (well_read and word_share >= MIN_LANGUAGE_WORD_SHARE):
-            return self._minority_lines(items, self._latin_page(items, house, installed), installed)
+            return self._latin_page(items, house, installed)
         hard = [item.image for item, outcome in zip(items, house)
                 if item.is_single_line and (not outcome.ok or (outcome.confidence or 0) < KEEP_HOUSE_CONFIDENCE)]
         cjk = self._cjk_script(hard or [item.image for item in items])
@@ -162,7 +162,7 @@ class RoutingRecognizer:
         if guess.pack is None and guess.script != "Latin" and word_share >= UNSURE_LATIN_WORD_SHARE:
             guess = replace(guess, script="Latin")   # no pack was sure, but the house model read a language's words
         if guess.script == "Latin" or (guess.script is None and guess.pack is not None):
-            return self._minority_lines(items, self._latin_page(items, house, installed), installed)
+            return self._latin_page(items, house, installed)
         packs = packs_for_script(guess.script, installed, guess.pack) if guess.script else None
         if packs is None:
             return [_labelled(outcome, guess.script, None) if outcome.ok and
@@ -246,16 +246,23 @@ class RoutingRecognizer:
 
     def _latin_page(self, items: list[RecognitionItem], house: list[RecognitionOutcome],
                     installed: frozenset[str]) -> list[RecognitionOutcome]:
-        """A page of Latin script: the house model's reading, unless its words are of a language
-        whose letters the house model cannot write and whose pack is here."""
+        """A page of Latin script: the house model's reading, its lines in other scripts read in
+        them (`_minority_lines`) and then its words read against the language's word list
+        (`lexicon`, last, so the routing judges what the model read), unless its words are of a
+        language whose letters the house model cannot write and whose pack is here."""
         language = guess_latin_language(" ".join(outcome.text or "" for outcome in house), installed | HOUSE_LANGUAGES)
         if language is not None and language != "eng" and ppocr.reads(language):
-            return self._merged(items, house, language, "Latin", language)
+            return self._minority_lines(items, self._merged(items, house, language, "Latin", language), installed)
         if language is None or language in HOUSE_LANGUAGES or language not in installed:
-            return [_labelled(outcome, "Latin", language) for outcome in read_page_against_lexicon(house, language)]
+            outcomes = self._minority_lines(items, [_labelled(outcome, "Latin", language) for outcome in house],
+                                            installed)
+            ours = [i for i, outcome in enumerate(outcomes) if outcome.script == "Latin" and outcome.alternatives]
+            for i, outcome in zip(ours, read_page_against_lexicon([outcomes[i] for i in ours], language)):
+                outcomes[i] = outcome
+            return outcomes
         # with English, as a script's pack gets it: documents quote English words, commands and names
         packs = f"{language}+eng" if "eng" in installed else language
-        return self._merged(items, house, packs, "Latin", language)
+        return self._minority_lines(items, self._merged(items, house, packs, "Latin", language), installed)
 
     def _merged(self, items: list[RecognitionItem], house: list[RecognitionOutcome], packs: str,
                 script: str | None, language: str) -> list[RecognitionOutcome]:
