@@ -14,7 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +28,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def house_engine(*extra_args: str) -> Iterator[str]:
+    """Our engine serving the house OCR model on a free loopback port, on one thread; its base URL.
+    `extra_args` go to `engine.server` (`--api-key KEY`)."""
+    port = free_port()
+    log = tempfile.NamedTemporaryFile("w+", prefix="house-engine-", suffix=".log", delete=False)   # noqa: SIM115
+    process = subprocess.Popen([sys.executable, "-m", "engine.server", "--model", "house-ocr", "--host", "127.0.0.1",
+                                "--port", str(port), "--num-threads", "1", *extra_args],
+                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
+    try:
+        ready = process.stdout.readline()
+        assert "ready" in ready, open(log.name).read()
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
 
 
 class RedisServer:

@@ -4,15 +4,12 @@ recognised, the text within a character error rate of the page's (house_pages.py
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import tempfile
 
 import pytest
 
 import house_pages as pages
-from service_harness import REPO_ROOT, WorkerProcess, free_port, service_env, wait_for
+from service_harness import WorkerProcess, service_env, wait_for
+from service_harness import house_engine as start_house_engine
 from workers.job_model import JobState, PageState
 from workers.job_service import JobService, Upload
 from workers.settings import Settings
@@ -24,18 +21,8 @@ ENGINE_KEY = "house-worker-engine-key"
 
 @pytest.fixture(scope="module")
 def house_engine():
-    port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", prefix="house-engine-", suffix=".log", delete=False)   # noqa: SIM115
-    process = subprocess.Popen([sys.executable, "-m", "engine.server", "--model", "house-ocr", "--host", "127.0.0.1",
-                                "--port", str(port), "--num-threads", "1", "--api-key", ENGINE_KEY],
-                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
-    try:
-        ready = process.stdout.readline()
-        assert "ready" in ready, open(log.name).read()
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+    with start_house_engine("--api-key", ENGINE_KEY) as url:
+        yield url
 
 
 def test_a_worker_reads_png_and_jpeg_pages_with_the_house_model(tmp_path, house_engine):

@@ -8,16 +8,12 @@ outcomes from figures the model gave on such lines (its top_logprobs), to pin th
 from __future__ import annotations
 
 import math
-import signal
-import subprocess
-import sys
-import tempfile
 
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from service_harness import REPO_ROOT, free_port
+from service_harness import house_engine as start_house_engine
 from vision.layout import RecognitionTask
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome
 from workers.recognizers.lexicon import ADAPT_MIN_SWAPS, read_against_lexicon, read_page_against_lexicon, reads_language
@@ -167,18 +163,8 @@ def _without_e_bars(text: str, size: int = 32) -> Image.Image:
 
 @pytest.fixture(scope="module")
 def house_engine():
-    port = free_port()
-    log = tempfile.NamedTemporaryFile("w+", prefix="lexicon-engine-", suffix=".log", delete=False)   # noqa: SIM115
-    process = subprocess.Popen([sys.executable, "-m", "engine.server", "--model", "house-ocr", "--host", "127.0.0.1",
-                                "--port", str(port), "--num-threads", "1"],
-                               cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
-    try:
-        ready = process.stdout.readline()
-        assert "ready" in ready, open(log.name).read()
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
+    with start_house_engine() as url:
+        yield url
 
 
 @pytest.mark.slow
