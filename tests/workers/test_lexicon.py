@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageFont
 from service_harness import house_engine as start_house_engine
 from vision.layout import RecognitionTask
 from workers.recognizers.base import RecognitionItem, RecognitionOutcome
-from workers.recognizers.lexicon import ADAPT_MIN_SWAPS, read_against_lexicon, read_page_against_lexicon, reads_language
+from workers.recognizers.lexicon import ADAPT_MIN_SWAPS, read_against_lexicon, read_page_against_lexicon
 from workers.recognizers.openai_compatible import HOUSE_ALTERNATIVES, OpenAIVisionRecognizer
 from workers.recognizers.routing import RoutingRecognizer
 
@@ -72,7 +72,6 @@ def test_nothing_changes_without_alternatives_or_a_word_list():
     assert read_against_lexicon(read, "eng").text == "the"
     assert read_against_lexicon(read, None) is read
     assert read_against_lexicon(read, "rus") is read   # no list of that language for Latin letters here
-    assert not reads_language("rus") and reads_language("eng") and reads_language("deu")
     plain = RecognitionOutcome("thc", confidence=0.9, tokens=read.tokens)
     assert read_against_lexicon(plain, "eng") is plain
     # tokens that do not spell the text (a <unk> marked in it): left as read

@@ -99,6 +99,46 @@ def test_confidence_is_the_geometric_mean_of_token_probabilities():
     assert _confidence({"content": [{"logprob": "junk"}, {"logprob": float("-inf")}]}) is None
 
 
+def test_alternatives_are_asked_for_and_a_malformed_list_of_them_is_dropped():
+    """The house model's requests ask for each token's alternatives (`top_logprobs`); a reply whose
+    lists are missing, short of fields or of the wrong types still reads, without alternatives."""
+    from PIL import Image
+    from starlette.responses import JSONResponse
+
+    from vision.layout import RecognitionTask
+    from workers.recognizers.base import RecognitionItem
+
+    def entry(token, top):
+        return {"token": token, "logprob": math.log(0.9), "top_logprobs": top}
+
+    good = [entry("a", [{"token": "a", "logprob": math.log(0.9)}, {"token": "o", "logprob": math.log(0.1)}]),
+            entry("</s>", [{"token": "</s>", "logprob": 0.0}])]
+    replies = iter([good, [entry("a", None)], [entry("a", [{"token": "o"}])], [entry("a", [{"token": 3, "logprob": 0}])],
+                    [entry("a", ["junk"])]])
+    asked: list = []
+
+    async def chat(request):
+        body = await request.json()
+        asked.append(body.get("top_logprobs"))
+        return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": "a"},
+                                          "finish_reason": "stop", "logprobs": {"content": next(replies)}}]})
+
+    item = RecognitionItem(Image.new("RGB", (40, 12), "white"), RecognitionTask.TEXT, True)
+    with _chat_server(chat) as url:
+        recognizer = OpenAIVisionRecognizer(url, "house-ocr", reads_single_lines=True, alternatives=4)
+        recognizer.uses_batch = False
+        first = recognizer.recognize([item])[0]
+        assert first.alternatives == ((("a", math.log(0.9)), ("o", math.log(0.1))), (("</s>", 0.0),))
+        for _ in range(4):
+            outcome = recognizer.recognize([item])[0]
+            assert outcome.text == "a" and outcome.tokens is not None and outcome.alternatives is None
+        assert asked == [4] * 5
+        plain = OpenAIVisionRecognizer(url, "glm-ocr")   # another model: nothing asked, nothing kept
+        plain.uses_batch = False
+        replies = iter([good])
+        assert plain.recognize([item])[0].alternatives is None and asked[-1] is None
+
+
 def test_crops_go_as_bmp_to_loopback_and_as_png_elsewhere():
     import base64
     import io

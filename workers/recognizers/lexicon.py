@@ -67,11 +67,6 @@ def _frequency(language: str):
     return functools.lru_cache(maxsize=65536)(lambda word: zipf_frequency(word, code))
 
 
-def reads_language(language: str | None) -> bool:
-    """Whether words of `language` (a Tesseract code) can be read against a word list here."""
-    return language is not None and _frequency(language) is not None
-
-
 def read_against_lexicon(outcome: RecognitionOutcome, language: str | None) -> RecognitionOutcome:
     """`outcome` with each misread word swapped for the spelling the noisy channel prefers (module
     docstring); the outcome itself where nothing changes or it carries no alternatives."""

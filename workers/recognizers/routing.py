@@ -251,18 +251,21 @@ class RoutingRecognizer:
         (`lexicon`, last, so the routing judges what the model read), unless its words are of a
         language whose letters the house model cannot write and whose pack is here."""
         language = guess_latin_language(" ".join(outcome.text or "" for outcome in house), installed | HOUSE_LANGUAGES)
-        if language is not None and language != "eng" and ppocr.reads(language):
-            return self._minority_lines(items, self._merged(items, house, language, "Latin", language), installed)
-        if language is None or language in HOUSE_LANGUAGES or language not in installed:
-            outcomes = self._minority_lines(items, [_labelled(outcome, "Latin", language) for outcome in house],
-                                            installed)
+        by_ppocr = language is not None and language != "eng" and ppocr.reads(language)
+        house_page = not by_ppocr and (language is None or language in HOUSE_LANGUAGES or language not in installed)
+        if house_page:
+            outcomes = [_labelled(outcome, "Latin", language) for outcome in house]
+        elif by_ppocr:
+            outcomes = self._merged(items, house, language, "Latin", language)
+        else:   # with English, as a script's pack gets it: documents quote English words, commands and names
+            outcomes = self._merged(items, house, f"{language}+eng" if "eng" in installed else language,
+                                    "Latin", language)
+        outcomes = self._minority_lines(items, outcomes, installed)
+        if house_page:
             ours = [i for i, outcome in enumerate(outcomes) if outcome.script == "Latin" and outcome.alternatives]
             for i, outcome in zip(ours, read_page_against_lexicon([outcomes[i] for i in ours], language)):
                 outcomes[i] = outcome
-            return outcomes
-        # with English, as a script's pack gets it: documents quote English words, commands and names
-        packs = f"{language}+eng" if "eng" in installed else language
-        return self._minority_lines(items, self._merged(items, house, packs, "Latin", language), installed)
+        return outcomes
 
     def _merged(self, items: list[RecognitionItem], house: list[RecognitionOutcome], packs: str,
                 script: str | None, language: str) -> list[RecognitionOutcome]:
