@@ -19,8 +19,9 @@ lines or `TEXT_FIGURE_MANY_LINES` lines of any length covering
 text regions under it or become text blocks of their own.
 A text region lying mostly inside a larger text region (the layout model
 boxed a few lines of a paragraph twice) is folded into it: two boxes sharing
-lines would split the paragraph and interleave its lines in reading order.
-Titles keep their own box.
+lines would split the paragraph and interleave its lines in reading order; so is
+one that a text region grown to hold its lines, or a block of unclaimed lines (below),
+came to hold. Titles keep their own box.
 A text region that claims no line but lies mostly under lines that went
 elsewhere is a duplicate box of text read there, and is dropped (read whole it
 would repeat that text, garbled); one with no lines under it is kept, as the
@@ -82,7 +83,7 @@ def assign_lines(regions: Sequence[Region], lines: Sequence[TextLine],
     for block in group_lines(orphans, page):
         bbox = _union([line.bbox for line in block])
         assigned.append(AssignedRegion(Region("text", bbox, 0.0, source="lines"), tuple(block)))
-    return assigned
+    return _folded_after_growth(assigned)
 
 
 def _is_text_figure(region: Region, lines: Sequence[TextLine]) -> bool:
@@ -119,6 +120,32 @@ def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
         if not inside_larger:
             kept.append(region)
     return kept
+
+
+def _folded_after_growth(assigned: list[AssignedRegion]) -> list[AssignedRegion]:
+    """The same folding once text regions have grown to hold their lines, and for the blocks made
+    of lines no region claimed: a contents page's entries, grouped without their section numbers
+    (too far apart on their rows), grow over the block of those numbers, and two blocks sharing
+    rows would read the numbers after all the entries."""
+    def foldable(block: AssignedRegion) -> bool:
+        return block.region.task is RecognitionTask.TEXT and block.region.label != "title" and bool(block.lines)
+
+    blocks = list(assigned)
+    folded = True
+    while folded:
+        folded = False
+        for i, inner in enumerate(blocks):
+            area = _area(inner.region.bbox)
+            outer = next((j for j, other in enumerate(blocks) if j != i and foldable(inner) and foldable(other)
+                          and _area(other.region.bbox) > area
+                          and _intersection(inner.region.bbox, other.region.bbox) >= NESTED_TEXT_INSIDE * area), None)
+            if outer is not None:
+                lines = blocks[outer].lines + inner.lines
+                blocks[outer] = AssignedRegion(_grown(blocks[outer].region, lines), lines)
+                del blocks[i]
+                folded = True
+                break
+    return blocks
 
 
 def _duplicate_text(region: Region, owned: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:

@@ -74,6 +74,27 @@ def test_grouping_keeps_separate_columns_apart():
     assert sorted(len(g) for g in groups) == [3, 3]
 
 
+def test_a_block_inside_another_once_grown_is_folded_into_it():
+    """A contents page (memman's, on which no layout region claims the lines): entries too far
+    from their section numbers to join them on their rows, and the first entry, printed whole,
+    makes the entries' block span the numbers' column. Two blocks there would read every number
+    after every entry; one block reads each number in its row."""
+    first = _line(100, 0, 900, 20)
+    entries = [_line(200, 40 * i, 900, 40 * i + 20) for i in range(1, 8)]
+    numbers = [_line(100, 40 * i, 140, 40 * i + 20) for i in range(2, 6)]
+    assigned = assign_lines([], [first] + entries + numbers)
+    assert len(assigned) == 1
+    assert sorted(map(id, assigned[0].lines)) == sorted(map(id, [first] + entries + numbers))
+    assert assigned[0].region.bbox == (100, 0, 900, 300)
+    # a layout region grown over such a block takes it in the same way
+    region = Region("text", (150, 0, 900, 300), 0.9)
+    assigned = assign_lines([region], [first] + entries + numbers)
+    assert len(assigned) == 1 and assigned[0].region.bbox == (100, 0, 900, 300) and len(assigned[0].lines) == 12
+    # a block beside another, not inside it, stays apart
+    beside = [_line(20, 40 * i, 60, 40 * i + 20) for i in range(2, 6)]
+    assert sorted(len(a.lines) for a in assign_lines([], [first] + entries + beside)) == [4, 8]
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_every_line_lands_in_exactly_one_region_whatever_the_layout(seed):
     """The invariant the page pipeline rests on: no detected line is dropped or read twice,
