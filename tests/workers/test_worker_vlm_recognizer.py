@@ -68,3 +68,18 @@ def test_batched_requests_read_what_one_request_per_crop_reads(vlm_engine_url, m
     given_up = ["1-token limit at every temperature" in (outcome.error or "") for outcome in outcomes]
     assert any(given_up)
     assert all(up or outcome.text is not None for up, outcome in zip(given_up, outcomes))   # or ended at once
+
+
+def test_a_warmer_retry_reads_a_crop_the_same_way_in_every_run(vlm_engine_url, monkeypatch):
+    """A reply asked again warmer is sampled; its seed comes from the crop's pixels, so a job run
+    twice reads alike (a batch run's borderline line came out two ways before)."""
+    from workers.recognizers import openai_compatible as openai_recognizer
+
+    monkeypatch.setattr(openai_recognizer, "TEMPERATURE_LADDER", (0.7,))   # sampled from the first request
+    items = [RecognitionItem(crop(f"line {i}"), RecognitionTask.TEXT, True) for i in range(4)]
+    recognizer = OpenAIVisionRecognizer(vlm_engine_url, "glm-ocr", max_concurrency=1)
+    recognizer.uses_batch = False   # one request at a time: each decoded alone, the same batch every run
+    first = [(outcome.text, outcome.error) for outcome in recognizer.recognize(items)]
+    assert [(outcome.text, outcome.error) for outcome in recognizer.recognize(items)] == first
+    assert len({text for text, _ in first}) > 1   # the seeds differ by crop: not one reading for all
+

@@ -14,7 +14,8 @@ other pages' requests; where the endpoint is our engine, they travel as a few
 batch requests of many lines each instead of one HTTP request per crop
 (`workers.chat_batch`: the same chat bodies, in the OpenAI Batch API's file
 format). Greedy first; a reply cut off by the token limit (the
-usual sign of a repetition loop) is asked again once at a higher temperature.
+usual sign of a repetition loop) is asked again once at a higher temperature, with a seed made
+from the crop's pixels (`crop_seed`), so the same crop is read the same way in every run.
 
 OCR requests carry `loop_guard` (`Settings.loop_guard`, on by default; our engine's
 extension, engine/loop_guard.py; vLLM and SGLang ignore a field they do not know): the
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import io
 import ipaddress
 import itertools
@@ -119,7 +121,8 @@ class OpenAIVisionRecognizer:
         """Send one tiny image: a text-only model is refused here, before any document is touched."""
         probe = RecognitionItem(Image.new("RGB", (16, 16), "white"), RecognitionTask.TEXT, is_single_line=True)
         outcome = self.recognize([probe])[0]
-        if not outcome.ok:
+        # a model that wrote to its token limit took the image (a random-weight one does, sampled or not)
+        if not outcome.ok and outcome.error != _limit_error(probe.task):
             raise RecognizerConfigError(f"the recogniser at {self.base_url} refused a test image: {outcome.error}")
 
     def recognize(self, items: list[RecognitionItem]) -> list[RecognitionOutcome]:
@@ -158,6 +161,8 @@ class OpenAIVisionRecognizer:
                 "max_tokens": MAX_TOKENS[item.task], "temperature": temperature, "logprobs": True}
         if self.alternatives:
             body["top_logprobs"] = self.alternatives
+        if temperature > 0:   # the same crop sampled the same way in every run: a job read twice reads alike
+            body["seed"] = crop_seed(url)
         tenant = current_tenant(self.tenant_secret)
         if tenant is not None:
             body["user"] = tenant
@@ -199,8 +204,7 @@ class OpenAIVisionRecognizer:
             for error in errors:
                 if isinstance(error, wanted):
                     raise error
-        limit = {i: RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[items[i].task]}-token limit at every "
-                                             f"temperature tried (a repetition loop)") for i in pending}
+        limit = {i: RecognitionOutcome(None, _limit_error(items[i].task)) for i in pending}
         missing = RecognitionOutcome(None, f"the recogniser at {self.base_url} sent no answer for this crop")
         return [outcomes.get(i) or looped.get(i) or limit.get(i) or missing for i in range(len(items))]
 
@@ -243,8 +247,7 @@ class OpenAIVisionRecognizer:
                 return self._outcome(choice)
         if looped:
             return looped[0]
-        return RecognitionOutcome(None, f"the reply hit the {MAX_TOKENS[item.task]}-token limit at every "
-                                        f"temperature tried (a repetition loop)")
+        return RecognitionOutcome(None, _limit_error(item.task))
 
     def _refusal(self, response: httpx.Response) -> RecognitionOutcome:
         return self._refusal_of(response.status_code, *_error_fields(response))
@@ -260,6 +263,10 @@ class OpenAIVisionRecognizer:
                         "or use OCRSERVE_RECOGNIZER=tesseract")
             raise RecognizerConfigError(f"{where} answered {status}: {message}{hint}")
         return RecognitionOutcome(None, f"{where} refused this crop ({status}): {message}")
+
+
+def _limit_error(task: RecognitionTask) -> str:
+    return f"the reply hit the {MAX_TOKENS[task]}-token limit at every temperature tried (a repetition loop)"
 
 
 def _error_fields(response: httpx.Response) -> tuple[str, str | None]:
@@ -310,6 +317,12 @@ def _alternatives(logprobs: Any) -> tuple[tuple[tuple[str, float], ...], ...] | 
             return None
         alternatives.append(tuple((token, float(value)) for token, value in pairs))
     return tuple(alternatives)
+
+
+def crop_seed(url: str) -> int:
+    """A sampling seed from a crop's pixels (its data URL): 31 bits, which every OpenAI-compatible
+    server takes."""
+    return int.from_bytes(hashlib.blake2b(url.encode(), digest_size=4).digest(), "big") & 0x7FFFFFFF
 
 
 def is_loopback(base_url: str) -> bool:
