@@ -107,19 +107,8 @@ def _is_text_figure(region: Region, lines: Sequence[TextLine]) -> bool:
 
 
 def _without_nested_text(regions: Sequence[Region]) -> list[Region]:
-    def foldable(region: Region) -> bool:
-        return region.task is RecognitionTask.TEXT and region.label != "title"
-
-    kept = []
-    for i, region in enumerate(regions):
-        area = _area(region.bbox)
-        inside_larger = foldable(region) and area > 0 and any(
-            j != i and foldable(other) and _area(other.bbox) > area
-            and _intersection(region.bbox, other.bbox) >= NESTED_TEXT_INSIDE * area
-            for j, other in enumerate(regions))
-        if not inside_larger:
-            kept.append(region)
-    return kept
+    return [region for i, region in enumerate(regions)
+            if not any(j != i and _nested(region, other) for j, other in enumerate(regions))]
 
 
 def _folded_after_growth(assigned: list[AssignedRegion]) -> list[AssignedRegion]:
@@ -127,25 +116,30 @@ def _folded_after_growth(assigned: list[AssignedRegion]) -> list[AssignedRegion]
     of lines no region claimed: a contents page's entries, grouped without their section numbers
     (too far apart on their rows), grow over the block of those numbers, and two blocks sharing
     rows would read the numbers after all the entries."""
-    def foldable(block: AssignedRegion) -> bool:
-        return block.region.task is RecognitionTask.TEXT and block.region.label != "title" and bool(block.lines)
-
     blocks = list(assigned)
-    folded = True
-    while folded:
-        folded = False
-        for i, inner in enumerate(blocks):
-            area = _area(inner.region.bbox)
-            outer = next((j for j, other in enumerate(blocks) if j != i and foldable(inner) and foldable(other)
-                          and _area(other.region.bbox) > area
-                          and _intersection(inner.region.bbox, other.region.bbox) >= NESTED_TEXT_INSIDE * area), None)
-            if outer is not None:
-                lines = blocks[outer].lines + inner.lines
-                blocks[outer] = AssignedRegion(_grown(blocks[outer].region, lines), lines)
-                del blocks[i]
-                folded = True
-                break
+    i = 0
+    while i < len(blocks):
+        inner = blocks[i]
+        outer = next((j for j, other in enumerate(blocks) if j != i and inner.lines and other.lines
+                      and _nested(inner.region, other.region)), None)
+        if outer is None:
+            i += 1
+            continue
+        lines = blocks[outer].lines + inner.lines
+        blocks[outer] = AssignedRegion(_grown(blocks[outer].region, lines), lines)
+        del blocks[i]
+        i = 0   # the grown block may now hold one passed over
     return blocks
+
+
+def _nested(inner: Region, outer: Region) -> bool:
+    """A text region (not a title) lying `NESTED_TEXT_INSIDE` or more inside a larger one."""
+    def foldable(region: Region) -> bool:
+        return region.task is RecognitionTask.TEXT and region.label != "title"
+
+    area = _area(inner.bbox)
+    return (foldable(inner) and foldable(outer) and 0 < area < _area(outer.bbox)
+            and _intersection(inner.bbox, outer.bbox) >= NESTED_TEXT_INSIDE * area)
 
 
 def _duplicate_text(region: Region, owned: Sequence[TextLine], lines: Sequence[TextLine]) -> bool:
