@@ -12,8 +12,9 @@ and are not prose (a line of words across the whole width, or a capitalised
 sentence unless the run is set in 2 h: a display). A run is code when it holds a prompt, or all its rows are set in
 2 h, or it has >= 2 rows, a quarter of them strong, and a code token
 ("{", ";", "<-", "==", "f(", "def", ...) or varied indentation on a
-character grid. Indentation is rebuilt in characters of the median box width
-per character; gaps between a row's boxes become spaces the same way.
+character grid. Indentation is rebuilt in characters of the listing's pitch
+(fitted over its boxes' widths and lengths, net of the boxes' padding); gaps
+between a row's boxes, padding added back, become spaces the same way.
 """
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ SNIPPET_INDENT, SNIPPET_MAX_INDENT = 2.0, 10.0   # h from the text's left edge: 
 SNIPPET_MAX_WORDS = 6
 INDENT_MAX = 4.0            # h: prose starts no further in than a first-line indent
 RUN_TOLERANCE = 0.35        # h: a run's rows start no further left than its first row, less this
+PITCH_SPREAD = 3            # characters: boxes whose lengths differ by this much or more give a pitch slope
+PITCH_MIN_PAIRS = 3         # slopes needed to trust the fitted pitch
+PITCH_PIECES = 120          # boxes the fit looks at (pairs grow as their square)
+PITCH_RANGE = (0.6, 1.1)    # the fitted pitch against the median of width / characters, to be believed
+OVERHANG_MAX = 2.0          # pitches: the most a box may add beyond its glyph cells
 
 _PROMPT = re.compile(r"^(?:R?>|\$|>>>)\s")
 _CONTINUATION_PROMPT = re.compile(r"^(?:\+|\.\.\.)\s")
@@ -110,10 +116,30 @@ def _is_code(rows: Sequence[Row], frame: Frame) -> bool:
 
 
 def char_width(rows: Sequence[Row]) -> float:
-    """A monospaced listing's character width: the median of box width / characters."""
-    widths = [(row.x1 - row.x0) / len(row.text) for row in rows if len(row.text) >= 4] or \
-             [(row.x1 - row.x0) / max(1, len(row.text)) for row in rows]
-    return max(1.0, statistics.median(widths))
+    """A monospaced listing's character pitch (see `_pitch`)."""
+    return _pitch(rows)[0]
+
+
+def _pitch(rows: Sequence[Row]) -> tuple[float, float]:
+    """A monospaced listing's character pitch c and its boxes' overhang e: a box holding n
+    characters is n * c + e wide, e being what the box adds beyond the glyph cells (the line
+    detector's padding on both sides; about 0 for a text layer's boxes). Fitted over every box of
+    the rows as the median slope between boxes whose lengths differ by PITCH_SPREAD characters or
+    more (Theil-Sen), so a short box's padding does not inflate the pitch as the median of width /
+    characters does (a 1-character box is all padding). Where too few lengths differ, or the fit
+    is implausible, the median of width / characters, with no overhang."""
+    pieces = [(len(text), box[2] - box[0]) for row in rows for box, text in zip(row.boxes, row.texts) if text]
+    long_ = [width / n for n, width in pieces if n >= 4] or [width / max(1, n) for n, width in pieces] or [1.0]
+    naive = max(1.0, statistics.median(long_))
+    pieces = pieces[:PITCH_PIECES]
+    slopes = [(w2 - w1) / (n2 - n1) for i, (n1, w1) in enumerate(pieces) for n2, w2 in pieces[i + 1:]
+              if abs(n2 - n1) >= PITCH_SPREAD]
+    if len(slopes) >= PITCH_MIN_PAIRS:
+        pitch = statistics.median(slopes)
+        if PITCH_RANGE[0] * naive <= pitch <= PITCH_RANGE[1] * naive:
+            overhang = statistics.median(width - n * pitch for n, width in pieces)
+            return pitch, min(max(0.0, overhang), OVERHANG_MAX * pitch)
+    return naive, 0.0
 
 
 def _on_varied_grid(rows: Sequence[Row]) -> bool:
@@ -123,12 +149,13 @@ def _on_varied_grid(rows: Sequence[Row]) -> bool:
 
 
 def code_block(rows: Sequence[Row]) -> Block:
-    width, left = char_width(rows), min(row.x0 for row in rows)
+    (width, overhang), left = _pitch(rows), min(row.x0 for row in rows)
     lines = []
     for row in rows:
         text = row.texts[0]
         for box, prev_box, part in zip(row.boxes[1:], row.boxes, row.texts[1:]):
-            text += " " * max(1, round((box[0] - prev_box[2]) / width)) + part
+            # The gap between two boxes lacks the overhang each box added on its side of it.
+            text += " " * max(1, round((box[0] - prev_box[2] + overhang) / width)) + part
         lines.append(" " * round((row.x0 - left) / width) + text)
     code = "\n".join(lines)
     return Block(BlockType.CODE, code, line_ids(rows), language=_language(code))

@@ -4,6 +4,7 @@ the Markdown made from them."""
 from __future__ import annotations
 
 import random
+import re
 
 from workers.document_result import render_markdown, render_text
 from workers.page_result import LineResult, PageResult, RegionResult, RegionStatus
@@ -403,3 +404,24 @@ def test_a_title_case_row_over_running_text_is_a_heading_but_a_short_last_line_i
         ("heading", "Note"), ("paragraph", "On"), ("heading", "Recently"), ("paragraph", "In")]
     assert blocks[-1].text.endswith("adopt next year. Members of the Audit Committee"), \
         "a Title Case row with no running text under it stays in its paragraph"
+
+
+def test_spaces_in_a_listing_are_counted_net_of_the_line_boxes_padding():
+    """The line detector pads each box by a few pixels on both sides, so the gap between a row's
+    two boxes is shorter than the spaces printed there, and a 1-character box (`+`) is mostly
+    padding. Three printed spaces must stay three, whatever the padding."""
+    listing = Lines().full("Prose that introduces the listing below, written as a full sentence of words:")
+    pad, x = 7.0, 186.0
+    printed = ["> if (mean(x) > 15) {", '+   print("big")', "+ }", '[1] "big"', "> x <- c(10, 20, 30)"]
+    for line in printed:
+        parts, column = [], 0
+        for part in re.split(r"( +)", line):
+            if part.strip():
+                parts.append((x + column * CODE_CHAR - pad, part, x + (column + len(part)) * CODE_CHAR + pad))
+            column += len(part)
+        y0 = listing.y
+        for x0, part, x1 in parts:
+            listing.lines.append(LineResult((x0, y0, x1, y0 + 26), part))
+        listing.y += 28
+    code = [block for block in blocks_of(region(0, "text", listing))[0] if block.type == "code"]
+    assert code and code[0].text.split("\n")[:3] == ["> if (mean(x) > 15) {", '+   print("big")', "+ }"]
