@@ -34,6 +34,14 @@ from vision.onnx_models import DEFAULT_NUM_THREADS, LINE_DETECTOR_PPOCRV4, get_s
 _SIZE_MULTIPLE = 32     # the network downsamples by 32
 _MIN_BLOB_SIDE = 3      # shorter side of a blob, in map pixels, below which it is noise
 _PAD = 16               # white border added around inputs so lines touching the edge keep their ends
+# the detector looks only at the part of its input that holds ink (`inked_extent`): pixels at
+# least `_INK_CONTRAST` darker than the paper (the 90th percentile) in means of `_INK_STEP`
+# pixels square, grown by `_INK_MARGIN` and to at least `_INK_MIN_SIDE` a side
+_INK_STEP = 4
+_INK_CONTRAST = 16
+_INK_MARGIN = 32
+_INK_MIN_SIDE = 640
+_WINDOW_MARGIN = 64     # input pixels of paper the network is also shown around that part
 _MIN_ANGLE_ASPECT = 3.0 # a blob's angle is trusted only when it is this many times longer than thick
 MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text, noise), not rotated
 # a level box at least this many times taller than wide, holding at least `VERTICAL_MIN_GLYPHS`
@@ -123,13 +131,23 @@ class LineDetector:
             return []
         crop = image[y_off:y_end, x_off:x_end]
         padded = cv2.copyMakeBorder(crop, _PAD, _PAD, _PAD, _PAD, cv2.BORDER_CONSTANT, value=(255, 255, 255))
-        network_input, scale_x, scale_y = self._to_input(padded)
+        resized, scale_x, scale_y = self._resized(padded)
+        # the network sees the input it always saw, but only the window of it that holds ink, cut
+        # on its 32-pixel grid so every pixel of the window keeps its place on the grid
+        ink_x0, ink_y0, ink_x1, ink_y1 = inked_extent(crop)
+        input_h, input_w = resized.shape[:2]
+        win_x0 = _grid_floor((ink_x0 + _PAD) / scale_x - _WINDOW_MARGIN)
+        win_y0 = _grid_floor((ink_y0 + _PAD) / scale_y - _WINDOW_MARGIN)
+        win_x1 = min(input_w, _grid_ceil((ink_x1 + _PAD) / scale_x + _WINDOW_MARGIN))
+        win_y1 = min(input_h, _grid_ceil((ink_y1 + _PAD) / scale_y + _WINDOW_MARGIN))
         session = get_session(LINE_DETECTOR_PPOCRV4, self.num_threads)
+        network_input = _normalised(resized[win_y0:win_y1, win_x0:win_x1])
         probability = session.run(None, {session.get_inputs()[0].name: network_input})[0][0, 0]  # [h, w]
 
         lines = []
         for x0, y0, x1, y1, score, angle in self._boxes_from_map(probability):
-            # map pixels -> padded-crop pixels -> page pixels, clamped to the crop
+            # window pixels -> input pixels -> padded-crop pixels -> page pixels, clamped to the crop
+            x0, x1, y0, y1 = x0 + win_x0, x1 + win_x0, y0 + win_y0, y1 + win_y0
             left = int(np.clip(round(x0 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
             top = int(np.clip(round(y0 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
             right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
@@ -142,16 +160,15 @@ class LineDetector:
                 lines = _with_lone_glyph(lines, _shifted(box, x_off, y_off))
         return lines
 
-    def _to_input(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
+    def _resized(self, image: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """`image` at the network's input size (its long side at most `max_side_len`, each side a
+        multiple of 32), with the page pixels per input pixel across and down."""
         height, width = image.shape[:2]
         ratio = min(1.0, self.max_side_len / max(height, width))
         input_h = max(_SIZE_MULTIPLE, int(round(height * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
         input_w = max(_SIZE_MULTIPLE, int(round(width * ratio / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
-        # PaddleOCR's detectors were trained on OpenCV-loaded (BGR) images.
-        bgr = np.ascontiguousarray(image[:, :, ::-1])
-        resized = cv2.resize(bgr, (input_w, input_h), interpolation=cv2.INTER_LINEAR)
-        normalised = (resized.astype(np.float32) / 255.0 - 0.5) / 0.5       # [h, w, 3]
-        return normalised.transpose(2, 0, 1)[None], width / input_w, height / input_h  # [1, 3, h, w]
+        resized = cv2.resize(image, (input_w, input_h), interpolation=cv2.INTER_LINEAR)
+        return resized, width / input_w, height / input_h
 
     def _boxes_from_map(self, probability: np.ndarray) -> list[tuple[float, float, float, float, float, float]]:
         """(x0, y0, x1, y1, score, angle) per line, in map pixels (the angle as in `TextLine`)."""
@@ -175,6 +192,48 @@ class LineDetector:
             x1, y1 = grown.max(axis=0)
             boxes.append((float(x0), float(y0), float(x1), float(y1), score, _baseline_angle(corners)))
         return boxes
+
+
+def _normalised(rgb: np.ndarray) -> np.ndarray:
+    """The network's input [1, 3, h, w] from RGB pixels: PaddleOCR's detectors were trained on
+    OpenCV-loaded (BGR) images, so the planes are reversed."""
+    planes = rgb.transpose(2, 0, 1)[::-1]
+    return ((planes.astype(np.float32) / 255.0 - 0.5) / 0.5)[None]
+
+
+def _grid_floor(value: float) -> int:
+    return max(0, int(np.floor(value / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE)
+
+
+def _grid_ceil(value: float) -> int:
+    return int(np.ceil(value / _SIZE_MULTIPLE)) * _SIZE_MULTIPLE
+
+
+def inked_extent(image: np.ndarray) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1): the part of an RGB image that holds anything darker than its paper,
+    grown by `_INK_MARGIN` pixels and to at least `_INK_MIN_SIDE` a side (the detector needs the
+    context: a narrow crop of a column loses lines), clamped to the image. Looked at in means of
+    `_INK_STEP` x `_INK_STEP` pixels, which a scan's speckle does not darken as a glyph does. A
+    typeset page's margins and the white below its last line are a third or more of its pixels,
+    and the detector's cost is its input's pixels. An image with no such ink is looked at whole."""
+    height, width = image.shape[:2]
+    small = cv2.resize(image, (max(1, width // _INK_STEP), max(1, height // _INK_STEP)), interpolation=cv2.INTER_AREA)
+    sample = small.reshape(small.shape[0], small.shape[1], -1).min(axis=2)
+    paper = int(np.percentile(sample, 90))
+    ink = sample < paper - _INK_CONTRAST
+    rows, columns = np.flatnonzero(ink.any(axis=1)).tolist(), np.flatnonzero(ink.any(axis=0)).tolist()
+    if not rows:
+        return 0, 0, width, height
+    extent = []
+    for first, last, side in ((columns[0], columns[-1], width), (rows[0], rows[-1], height)):
+        start, end = max(0, first * _INK_STEP - _INK_MARGIN), min(side, (last + 1) * _INK_STEP + _INK_MARGIN)
+        least = min(side, _INK_MIN_SIDE)
+        if end - start < least:   # grown about its middle, as far as the image lets
+            start = min(max(0, start - (least - (end - start)) // 2), side - least)
+            end = start + least
+        extent.append((start, end))
+    (x0, x1), (y0, y1) = extent
+    return x0, y0, x1, y1
 
 
 LONE_GLYPH_SCORE = 0.5   # the score a line found by `lone_glyphs` carries (the detector's are its own)
