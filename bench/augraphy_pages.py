@@ -5,6 +5,13 @@ so the product's environment never carries augraphy or its dependencies. Reads a
 {"pdf", "page" (1-based), "name"} on standard input; renders each page at `--dpi`, applies
 `augraphy.default_augraphy_pipeline()` seeded by the page's name (the same damage in every
 run), and writes OUT/NAME.jpg at that DPI.
+
+augraphy keeps the last 30 images it was given in `augraphy_cache/` under its working directory,
+and its bleed-through, book-binding and page-border effects paint a random one of them into the
+page: another document's page. Read that way, the algorithm2e title page's copy showed the elstest
+title page beside it (Tesseract's reading held 80% of elstest's words and 22% of its own), and an
+image's damage depended on which pages had run before it. So the cache is emptied before each
+page: the pipeline puts the page itself there first, and what shows through is the page's own print.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import argparse
 import hashlib
 import json
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,7 +32,11 @@ from PIL import Image
 from augraphy import default_augraphy_pipeline
 
 
+CACHE = Path("augraphy_cache")   # augraphy's, in its working directory
+
+
 def degrade(pdf: str, number: int, dpi: int, seed: str) -> np.ndarray:
+    shutil.rmtree(CACHE, ignore_errors=True)   # no other page's print in this one (docstring)
     with pymupdf.open(pdf) as document:
         pix = document[number - 1].get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False)
         page = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3)
