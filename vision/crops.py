@@ -44,9 +44,12 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
     not the slices of neighbouring lines its axis-aligned box holds. Pixels beyond the page
     repeat its edge. A level line is a plain `crop_image`; a vertical one (`TextLine.vertical`)
     is turned to run across, its top at the left, and turned round where it was printed the
-    other way (`vision.orientation.line_is_turned`)."""
+    other way (`vision.orientation.line_is_turned`); a curved one (`TextLine.curve`) is cut out
+    along its middle (`_curved_crop`)."""
     if getattr(line, "vertical", False):
         return _vertical_crop(image, line, margin_px)
+    if getattr(line, "curve", None) is not None:
+        return _curved_crop(image, line, margin_px)
     if abs(line.angle) < 0.05:
         return crop_image(image, line.bbox, margin_px)
     length, thickness = line.upright_size
@@ -65,6 +68,26 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
     upright = cv2.warpAffine(pixels, matrix, (width, height), flags=cv2.INTER_LINEAR,
                              borderMode=cv2.BORDER_REPLICATE)
     return Image.fromarray(upright)
+
+
+def _curved_crop(image: Image.Image, line, margin_px: int) -> Image.Image:
+    """A curved line straightened: each column of the crop is the page's column at that x, moved
+    so the line's middle (`TextLine.curve`) runs level through the crop's middle; only the line's
+    band (its thickness plus the margin) is kept, not the neighbours its box spans. Columns keep
+    their x, so what is read at a crop's column stands at the page's. Pixels beyond the page
+    repeat its edge."""
+    curve = line.curve
+    x0, x1 = line.bbox[0] - margin_px, line.bbox[2] + margin_px
+    width, height = max(1, x1 - x0), max(1, round(curve.thickness) + 2 * margin_px)
+    # Only the neighbourhood of the line is converted and remapped, not the page.
+    left, top, right, bottom = crop_box(line.bbox, image.width, image.height, margin_px + 1)
+    local = image.crop((left, top, right, bottom))
+    pixels = np.asarray(local if local.mode == "RGB" else local.convert("RGB"))
+    xs = np.arange(x0, x0 + width, dtype=np.float32)
+    tops = curve.middle_at(xs).astype(np.float32) - height / 2
+    map_x = np.broadcast_to(xs[None, :] - left, (height, width)).astype(np.float32)
+    map_y = (tops[None, :] + np.arange(height, dtype=np.float32)[:, None] - top).astype(np.float32)
+    return Image.fromarray(cv2.remap(pixels, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE))
 
 
 def _vertical_crop(image: Image.Image, line, margin_px: int) -> Image.Image:

@@ -14,6 +14,12 @@ pitch, so its axis-aligned box also holds slices of its neighbours. Crops are
 cut upright along that angle (`vision.crops.crop_line`) and rows are grouped
 by the line's own band, not its box.
 
+A line that rises and falls across the page (a page folded, curled, or bent on
+the glass: augraphy's folds make such copies) is still one blob of the map, but
+its rectangle is two or three lines tall. Such a blob keeps its middle line
+(`Curve`, `_curved_middle`) and is cut out along it, column by column, so the
+recogniser gets the one line straightened.
+
 The detector passes over a glyph standing alone: a contents page's single-digit page numbers
 at the end of their dot leaders, a roman folio, a list's bullet (seen: 11 of a contents page's
 page numbers missed, where Tesseract read them all). So ink the lines do not cover is looked at
@@ -43,6 +49,17 @@ _INK_MARGIN = 32
 _INK_MIN_SIDE = 640
 _WINDOW_MARGIN = 64     # input pixels of paper the network is also shown around that part
 _MIN_ANGLE_ASPECT = 3.0 # a blob's angle is trusted only when it is this many times longer than thick
+# A curved line (a page folded, curled or photographed bent: its lines rise and fall across it) is
+# one blob of the map whose minimum-area rectangle is much thicker than the blob (`CURVE_THICKNESS`
+# times its area / length), that is long (`CURVE_MIN_LENGTH` thicknesses), lies across the page
+# (`CURVE_MIN_ASPECT`: its bounds wider than tall by this), and whose middle strays from a straight
+# line by `CURVE_MIN_STRAY` thicknesses: its box would hold two or three of its neighbours, so it
+# keeps its middle line (`Curve`) and is cut out along it (`vision.crops.crop_line`).
+CURVE_THICKNESS = 2.0
+CURVE_MIN_LENGTH = 8.0
+CURVE_MIN_ASPECT = 2.5
+CURVE_MIN_STRAY = 1.0
+CURVE_POINTS = 64       # at most this many points of a curved line's middle are kept
 MAX_LINE_ANGLE = 15.0   # degrees; steeper blobs are kept upright (vertical text, noise), not rotated
 # a level box at least this many times taller than wide, holding at least `VERTICAL_MIN_GLYPHS`
 # glyphs one under another, is a vertical line: a column of Chinese or Japanese, or a label set on
@@ -68,6 +85,29 @@ def reads_down(bbox, text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Curve:
+    """The middle of a curved line, in page pixels: y at each x (increasing, the box's width
+    covered), and the thickness of its band about that middle (grown as a box is)."""
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    thickness: float
+
+    def middle_at(self, x):
+        """y of the line's middle at page x (an array or a number); level beyond its ends."""
+        return np.interp(x, self.xs, self.ys)
+
+    def to_dict(self) -> dict:
+        return {"xs": [round(v, 1) for v in self.xs], "ys": [round(v, 1) for v in self.ys],
+                "thickness": round(self.thickness, 1)}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> Curve | None:
+        if not data:
+            return None
+        return cls(tuple(float(v) for v in data["xs"]), tuple(float(v) for v in data["ys"]), float(data["thickness"]))
+
+
+@dataclass(frozen=True)
 class TextLine:
     bbox: tuple[int, int, int, int]   # x0, y0, x1, y1 in page pixels (x1, y1 exclusive)
     score: float                      # mean line probability inside the detected core
@@ -75,6 +115,7 @@ class TextLine:
     # the line runs down the page (`VERTICAL_ASPECT`, `VERTICAL_MIN_GLYPHS`): it is cut out turned to
     # run across (`vision.crops.crop_line`) and ordered in columns (`vision.reading_order`)
     vertical: bool = False
+    curve: Curve | None = None        # a curved line's middle (`CURVE_*`): cut out along it; angle 0
 
     @property
     def height(self) -> int:
@@ -86,6 +127,8 @@ class TextLine:
         a box of width w and height h around a rectangle L x T at angle a has
         w = L cos a + T sin a and h = L sin a + T cos a."""
         width, height = self.bbox[2] - self.bbox[0], self.bbox[3] - self.bbox[1]
+        if self.curve is not None:
+            return float(width), float(min(self.curve.thickness, height))
         if abs(self.angle) < 1e-6:
             return float(width), float(height)
         cos, sin = np.cos(np.radians(abs(self.angle))), np.sin(np.radians(abs(self.angle)))
@@ -97,8 +140,11 @@ class TextLine:
     @property
     def band(self) -> tuple[float, float]:
         """Top and bottom of the line's own band through the middle of its box: the rows a
-        skewed line occupies at its centre, without the drift along its length."""
+        skewed line occupies at its centre, without the drift along its length; a curved line's
+        band where the middle of its box is."""
         centre = (self.bbox[1] + self.bbox[3]) / 2
+        if self.curve is not None:
+            centre = float(self.curve.middle_at((self.bbox[0] + self.bbox[2]) / 2))
         thickness = self.upright_size[1]
         return centre - thickness / 2, centre + thickness / 2
 
@@ -144,17 +190,28 @@ class LineDetector:
         network_input = _normalised(resized[win_y0:win_y1, win_x0:win_x1])
         probability = session.run(None, {session.get_inputs()[0].name: network_input})[0][0, 0]  # [h, w]
 
+        def page_x(x):   # window pixels -> input pixels -> padded-crop pixels -> page pixels
+            return (x + win_x0) * scale_x - _PAD + x_off
+
+        def page_y(y):
+            return (y + win_y0) * scale_y - _PAD + y_off
+
         lines = []
-        for x0, y0, x1, y1, score, angle in self._boxes_from_map(probability):
-            # window pixels -> input pixels -> padded-crop pixels -> page pixels, clamped to the crop
-            x0, x1, y0, y1 = x0 + win_x0, x1 + win_x0, y0 + win_y0, y1 + win_y0
-            left = int(np.clip(round(x0 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
-            top = int(np.clip(round(y0 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
-            right = int(np.clip(round(x1 * scale_x) - _PAD, 0, crop.shape[1])) + x_off
-            bottom = int(np.clip(round(y1 * scale_y) - _PAD, 0, crop.shape[0])) + y_off
+        for x0, y0, x1, y1, score, angle, middle in self._boxes_from_map(probability):
+            # clamped to the crop
+            left = int(np.clip(round(page_x(x0)), x_off, x_off + crop.shape[1]))
+            top = int(np.clip(round(page_y(y0)), y_off, y_off + crop.shape[0]))
+            right = int(np.clip(round(page_x(x1)), x_off, x_off + crop.shape[1]))
+            bottom = int(np.clip(round(page_y(y1)), y_off, y_off + crop.shape[0]))
             if right - left > 3 and bottom - top > 3:
                 box = (left, top, right, bottom)
-                lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))
+                if middle is not None:
+                    xs, ys, thickness = middle
+                    curve = Curve(tuple(float(v) for v in page_x(xs)), tuple(float(v) for v in page_y(ys)),
+                                  float(thickness * scale_y))
+                    lines.append(TextLine(box, score, 0.0, False, curve))
+                else:
+                    lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))
         if self.lone_glyphs:
             for box in lone_glyphs(crop, [_shifted(line.bbox, -x_off, -y_off) for line in lines]):
                 lines = _with_lone_glyph(lines, _shifted(box, x_off, y_off))
@@ -170,8 +227,9 @@ class LineDetector:
         resized = cv2.resize(image, (input_w, input_h), interpolation=cv2.INTER_LINEAR)
         return resized, width / input_w, height / input_h
 
-    def _boxes_from_map(self, probability: np.ndarray) -> list[tuple[float, float, float, float, float, float]]:
-        """(x0, y0, x1, y1, score, angle) per line, in map pixels (the angle as in `TextLine`)."""
+    def _boxes_from_map(self, probability: np.ndarray) -> list[tuple]:
+        """(x0, y0, x1, y1, score, angle, middle) per line, in map pixels (the angle as in
+        `TextLine`); `middle` is None, or a curved line's (xs, ys, thickness) (`_curved_middle`)."""
         mask = (probability > self.pixel_threshold).astype(np.uint8)
         mask = cv2.dilate(mask, np.ones((2, 2), np.uint8))
         contours, _ = cv2.findContours(mask * 255, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
@@ -179,6 +237,12 @@ class LineDetector:
         for contour in contours[: self.max_lines]:
             (centre_x, centre_y), (side_w, side_h), angle = cv2.minAreaRect(contour)
             if min(side_w, side_h) < _MIN_BLOB_SIDE:
+                continue
+            curved = _curved_middle(probability, mask, contour, side_w, side_h, self.unclip_ratio)
+            if curved is not None:
+                (x0, y0, x1, y1), score, middle = curved
+                if score >= self.box_threshold:
+                    boxes.append((x0, y0, x1, y1, score, 0.0, middle))
                 continue
             corners = cv2.boxPoints(((centre_x, centre_y), (side_w, side_h), angle))  # [4, 2]
             score = _mean_inside(probability, corners)
@@ -190,8 +254,51 @@ class LineDetector:
                 continue
             x0, y0 = grown.min(axis=0)
             x1, y1 = grown.max(axis=0)
-            boxes.append((float(x0), float(y0), float(x1), float(y1), score, _baseline_angle(corners)))
+            boxes.append((float(x0), float(y0), float(x1), float(y1), score, _baseline_angle(corners), None))
         return boxes
+
+
+def _curved_middle(probability: np.ndarray, mask: np.ndarray, contour: np.ndarray, side_w: float, side_h: float,
+                   unclip_ratio: float):
+    """For a blob of the map that is a curved line (`CURVE_*`): its box grown as a line's is,
+    its score (the mean probability over the blob itself: its rectangle holds other lines' cores)
+    and its middle (xs, ys, thickness) in map pixels; None for any other blob. The middle is the
+    probability-weighted mean row of the blob in each column, smoothed over two thicknesses; the
+    thickness is the blob's (area / length) grown on both sides by the detector's unclip offset
+    (area x ratio / perimeter)."""
+    area = float(cv2.contourArea(contour))
+    length, short = max(side_w, side_h), min(side_w, side_h)
+    if area <= 0 or length <= 0:
+        return None
+    thick = area / length
+    left, top, width, height = cv2.boundingRect(contour)
+    if short < CURVE_THICKNESS * thick or length < CURVE_MIN_LENGTH * thick or width < CURVE_MIN_ASPECT * height:
+        return None
+    own = np.zeros((height, width), np.uint8)
+    cv2.drawContours(own, [contour - (left, top)], -1, 1, thickness=cv2.FILLED)
+    own &= mask[top:top + height, left:left + width]
+    weights = probability[top:top + height, left:left + width] * own
+    column_weight = weights.sum(axis=0)
+    filled = column_weight > 0
+    if filled.sum() < 2:
+        return None
+    columns = np.flatnonzero(filled)
+    rows = (weights * np.arange(height, dtype=np.float32)[:, None]).sum(axis=0)[filled] / column_weight[filled]
+    rows = np.interp(np.arange(width), columns, rows)          # gaps between words filled in
+    window = max(1, int(round(2 * thick)) | 1)
+    smooth = np.convolve(np.pad(rows, window // 2, mode="edge"), np.ones(window) / window, mode="valid")
+    straight = np.polyval(np.polyfit(np.arange(width), smooth, 1), np.arange(width))
+    if np.abs(smooth - straight).max() < CURVE_MIN_STRAY * thick:
+        return None   # a straight (or skewed) line: its rectangle serves
+    grow = area * unclip_ratio / max(cv2.arcLength(contour, True), 1e-6)
+    thickness = thick + 2 * grow
+    step = max(1, int(np.ceil(width / CURVE_POINTS)))
+    xs = np.concatenate([[left - grow], left + np.arange(0, width, step), [left + width - 1 + grow]])
+    ys = np.concatenate([[smooth[0]], smooth[::step], [smooth[-1]]]) + top
+    box = (float(left - grow), float(ys.min() - thickness / 2), float(left + width - 1 + grow),
+           float(ys.max() + thickness / 2))
+    score = float(weights.sum() / max(own.sum(), 1))
+    return box, score, (xs, ys, thickness)
 
 
 def _normalised(rgb: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from PIL import Image
 from vision.crops import normalise_box
 from vision.layout import LayoutDetector, RecognitionTask, Region
 from vision.line_assignment import assign_lines
-from vision.lines import LineDetector, TextLine
+from vision.lines import Curve, LineDetector, TextLine
 from vision.onnx_models import DEFAULT_NUM_THREADS
 from vision.reading_order import PageRole, joined_column_pieces, order_lines, order_regions, order_text_lines
 
@@ -62,7 +62,8 @@ class PageLayout:
                 "bbox": list(block.region.bbox),
                 "bbox_1000": list(normalise_box(block.region.bbox, self.width, self.height)),
                 "score": block.region.score, "source": block.region.source,
-                "lines": [{"bbox": list(line.bbox), "score": line.score, "angle": line.angle, "vertical": line.vertical}
+                "lines": [{"bbox": list(line.bbox), "score": line.score, "angle": line.angle, "vertical": line.vertical,
+                           "curve": None if line.curve is None else line.curve.to_dict()}
                           for line in block.lines],
             } for block in self.blocks],
         }
@@ -74,7 +75,7 @@ class PageLayout:
             region=Region(b["label"], tuple(float(v) for v in b["bbox"]), float(b["score"]), b["source"]),
             role=PageRole(b["role"]),
             lines=tuple(TextLine(tuple(int(v) for v in ln["bbox"]), float(ln["score"]), float(ln.get("angle", 0.0)),
-                                 bool(ln.get("vertical", False)))
+                                 bool(ln.get("vertical", False)), Curve.from_dict(ln.get("curve")))
                         for ln in b["lines"]),
         ) for b in data["blocks"])
         return cls(int(data["width"]), int(data["height"]), blocks, StageTimings(**data["timings"]))
