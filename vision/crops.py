@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from vision.curve import Curve, band_rows
 from vision.orientation import line_is_turned
 
 DEFAULT_MARGIN_PX = 4
@@ -71,23 +72,28 @@ def crop_line(image: Image.Image, line, margin_px: int = DEFAULT_MARGIN_PX) -> I
 
 
 def _curved_crop(image: Image.Image, line, margin_px: int) -> Image.Image:
-    """A curved line straightened: each column of the crop is the page's column at that x, moved
-    so the line's middle (`TextLine.curve`) runs level through the crop's middle; only the line's
-    band (its thickness plus the margin) is kept, not the neighbours its box spans. Columns keep
-    their x, so what is read at a crop's column stands at the page's. Pixels beyond the page
-    repeat its edge."""
-    curve = line.curve
-    x0, x1 = line.bbox[0] - margin_px, line.bbox[2] + margin_px
-    width, height = max(1, x1 - x0), max(1, round(curve.thickness) + 2 * margin_px)
-    # Only the neighbourhood of the line is converted and remapped, not the page.
+    """A curved line straightened (`curved_band`): only its band (its thickness plus the margin)
+    is kept, not the neighbours its box spans; columns keep their x, so what is read at a crop's
+    column stands at the page's."""
+    # Only the neighbourhood of the line is converted, not the page.
     left, top, right, bottom = crop_box(line.bbox, image.width, image.height, margin_px + 1)
     local = image.crop((left, top, right, bottom))
     pixels = np.asarray(local if local.mode == "RGB" else local.convert("RGB"))
-    xs = np.arange(x0, x0 + width, dtype=np.float32)
-    tops = curve.middle_at(xs).astype(np.float32) - height / 2
-    map_x = np.broadcast_to(xs[None, :] - left, (height, width)).astype(np.float32)
-    map_y = (tops[None, :] + np.arange(height, dtype=np.float32)[:, None] - top).astype(np.float32)
-    return Image.fromarray(cv2.remap(pixels, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE))
+    height = max(1, round(line.curve.thickness) + 2 * margin_px)
+    return Image.fromarray(curved_band(pixels, line.curve, line.bbox[0] - margin_px, line.bbox[2] + margin_px,
+                                       height, (left, top)))
+
+
+def curved_band(pixels: np.ndarray, curve: Curve, x0: int, x1: int, height: int,
+                origin: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The band `height` rows tall along a curved line's middle (`vision.curve.Curve`), page
+    columns x0..x1-1, straightened: each column of the result is the page's column at that x,
+    moved so the middle runs level through the result's middle. `pixels` is the page, or the
+    part of it whose top left pixel is page pixel `origin`; pixels beyond it repeat its edge."""
+    xs, tops = band_rows(curve, x0, max(x1, x0 + 1), height)
+    map_x = np.broadcast_to(xs[None, :] - origin[0], (height, len(xs))).astype(np.float32)
+    map_y = (tops[None, :] + np.arange(height, dtype=np.float32)[:, None] - origin[1]).astype(np.float32)
+    return cv2.remap(pixels, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
 def _vertical_crop(image: Image.Image, line, margin_px: int) -> Image.Image:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 import cv2
 import numpy as np
 
+from vision.curve import Curve
 from vision.onnx_models import DEFAULT_NUM_THREADS, LINE_DETECTOR_PPOCRV4, get_session
 
 _SIZE_MULTIPLE = 32     # the network downsamples by 32
@@ -82,29 +83,6 @@ def reads_down(bbox, text: str) -> bool:
     `TextLine.vertical` was decided on."""
     x0, y0, x1, y1 = bbox
     return y1 - y0 >= VERTICAL_ASPECT * max(x1 - x0, 1) and len("".join(text.split())) >= VERTICAL_MIN_GLYPHS
-
-
-@dataclass(frozen=True)
-class Curve:
-    """The middle of a curved line, in page pixels: y at each x (increasing, the box's width
-    covered), and the thickness of its band about that middle (grown as a box is)."""
-    xs: tuple[float, ...]
-    ys: tuple[float, ...]
-    thickness: float
-
-    def middle_at(self, x):
-        """y of the line's middle at page x (an array or a number); level beyond its ends."""
-        return np.interp(x, self.xs, self.ys)
-
-    def to_dict(self) -> dict:
-        return {"xs": [round(v, 1) for v in self.xs], "ys": [round(v, 1) for v in self.ys],
-                "thickness": round(self.thickness, 1)}
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> Curve | None:
-        if not data:
-            return None
-        return cls(tuple(float(v) for v in data["xs"]), tuple(float(v) for v in data["ys"]), float(data["thickness"]))
 
 
 @dataclass(frozen=True)
@@ -207,8 +185,9 @@ class LineDetector:
                 box = (left, top, right, bottom)
                 if middle is not None:
                     xs, ys, thickness = middle
-                    curve = Curve(tuple(float(v) for v in page_x(xs)), tuple(float(v) for v in page_y(ys)),
-                                  float(thickness * scale_y))
+                    # in tenths of a pixel, as the JSON keeps it, so a line's curve equals itself read back
+                    curve = Curve(tuple(round(float(v), 1) for v in page_x(xs)),
+                                  tuple(round(float(v), 1) for v in page_y(ys)), round(float(thickness * scale_y), 1))
                     lines.append(TextLine(box, score, 0.0, False, curve))
                 else:
                     lines.append(TextLine(box, score, angle, _runs_down(image, box, angle)))

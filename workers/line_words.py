@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 import pymupdf
 
+from vision.curve import Curve
 from vision.document import TextWord
 from vision.lines import reads_down
 from workers.ink_gaps import snapped_to_gaps
@@ -63,18 +64,30 @@ def with_words(region: RegionResult, layer: Sequence[TextWord] = (),
             return found
         tokens = tokens_of.get((line.bbox, line.text))
         x0, y0, x1, y1 = line.bbox
-        # A line of one word is that word's box already: nothing to align.
-        aligns = align is not None and x1 - x0 > y1 - y0 and len(line.text.split()) > 1
+        # A line of one word is that word's box already: nothing to align. A curved line's box
+        # holds the neighbours it bends past: its words are spread and put on its gaps along its band.
+        aligns = align is not None and x1 - x0 > y1 - y0 and len(line.text.split()) > 1 and line.curve is None
         centres = align(line.bbox, line.text) if aligns else None  # type: ignore[misc]
         if centres is not None:
             words = aligned_words(line.bbox, line.text, centres, line.confidence, tokens)
         else:
             words = interpolated_words(line.bbox, line.text, line.confidence, tokens)
-        if grey is not None and x1 - x0 > y1 - y0:
-            words = [replace(word, bbox=_stored(word.bbox)) for word in snapped_to_gaps(words, line.bbox, grey)]
+        if grey is not None and (x1 - x0 > y1 - y0 or line.curve is not None):
+            words = [replace(word, bbox=_stored(word.bbox))
+                     for word in snapped_to_gaps(words, line.bbox, grey, line.curve)]
+        if line.curve is not None:
+            words = [replace(word, bbox=_stored(_on_curve(word.bbox, line.curve))) for word in words]
         return words
 
     return replace(region, lines=tuple(replace(line, words=tuple(words_of(line))) for line in region.lines))
+
+
+def _on_curve(box: Box, curve: Curve) -> Box:
+    """A word's box on a curved line: its columns, and the band's rows over them (the band's
+    middle at the word's ends and centre, give or take half its thickness)."""
+    x0, _, x1, _ = box
+    middles = curve.middle_at([x0, (x0 + x1) / 2, x1])
+    return x0, float(min(middles)) - curve.thickness / 2, x1, float(max(middles)) + curve.thickness / 2
 
 
 def layer_words(bbox: Box, text: str, layer: Sequence[TextWord]) -> list[WordResult]:

@@ -23,6 +23,11 @@ by character widths) and their
 confidence (`confidence_source`: `tokens`, the recogniser's token log-probs over the word;
 `line`, the line's own; None with no confidence). Results stored before words have none.
 
+A line whose print rises and falls across the page (a folded or curled page) carries `curve`: its
+middle (x and y points) and the thickness of its band, in page pixels (`vision.lines.Curve`); its
+box holds the whole bend, its words' boxes stand on the band where they are. Other lines have none
+(and their JSON no `curve` key).
+
 `truncated_repetition` (on a line, and on its region) marks a reading the engine's loop guard
 stopped because it kept repeating itself (engine/loop_guard.py): the text is what was read
 before the loop. The region stays `ok`: its text is the recogniser's own, only shorter.
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from vision.curve import Curve
 from workers.structure_blocks import Block
 
 Box = tuple[float, float, float, float]
@@ -84,6 +90,7 @@ class LineResult:
     truncated_repetition: bool = False   # the reading looped and was cut (engine loop guard): text is what came before
     script: str | None = None         # the writing system read (vision.scripts name: Latin, Cyrillic, Han...)
     language: str | None = None       # Tesseract code of the language read ("pol", "rus"), when known
+    curve: Curve | None = None        # a curved line's middle and band (see the module docstring)
 
     @property
     def low_confidence(self) -> bool:
@@ -94,7 +101,8 @@ class LineResult:
         return {"bbox": [round(v, 1) for v in self.bbox], "text": self.text, "confidence": confidence,
                 "low_confidence": self.low_confidence, "layer_text": self.layer_text,
                 "words": [word.to_dict() for word in self.words], "truncated_repetition": self.truncated_repetition,
-                "script": self.script, "language": self.language}
+                "script": self.script, "language": self.language} | \
+            ({} if self.curve is None else {"curve": self.curve.to_dict()})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LineResult:
@@ -102,7 +110,7 @@ class LineResult:
         return cls(bbox, data["text"], data.get("confidence"), data.get("layer_text"),  # type: ignore[arg-type]
                    tuple(WordResult.from_dict(word) for word in data.get("words", ())),
                    bool(data.get("truncated_repetition", False)), script=data.get("script"),
-                   language=data.get("language"))
+                   language=data.get("language"), curve=Curve.from_dict(data.get("curve")))
 
 
 @dataclass(frozen=True)

@@ -158,11 +158,19 @@ def blank_page_pdf(width_pt: float, height_pt: float) -> bytes:
 
 
 def text_boxes(page: PageResult) -> list[tuple[Box, str]]:
-    """(box in page pixels, one line of text) for every piece of text on the page."""
+    """(box in page pixels, one line of text) for every piece of text on the page: each line, but
+    each word of a curved line (`LineResult.curve`), whose box holds the whole bend: set in it, the
+    line's text would stand two or three lines tall; word by word it follows the bend."""
     boxes: list[tuple[Box, str]] = []
     for region in page.regions:
         if region.lines:
-            boxes += [(line.bbox, line.text) for line in region.lines if line.text.strip()]
+            for line in region.lines:
+                if not line.text.strip():
+                    continue
+                if line.curve is not None and line.words:
+                    boxes += [(word.bbox, word.text) for word in line.words if word.text.strip()]
+                else:
+                    boxes.append((line.bbox, line.text))
         elif region.text.strip():
             boxes += _spread(region.bbox, [t for t in region.text.splitlines() if t.strip()])
     return boxes

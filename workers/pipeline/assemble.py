@@ -72,7 +72,7 @@ def region_of(work: BlockWork, words: Sequence[TextWord], width: int, height: in
                                  outcome.confidence,
                                  draft if draft is not None and not same_text(outcome.text, draft) else None,
                                  truncated_repetition=outcome.truncated_repetition, script=outcome.script,
-                                 language=outcome.language)
+                                 language=outcome.language, curve=line.curve)
                       for line, outcome, draft in zip(block.lines, outcomes, drafts) if outcome.text)
     else:
         lines = ()
