@@ -238,7 +238,7 @@ class LineDetector:
 
 
 def _curved_middle(probability: np.ndarray, mask: np.ndarray, contour: np.ndarray, side_w: float, side_h: float,
-                   unclip_ratio: float):
+                   unclip_ratio: float) -> tuple[tuple[float, float, float, float], float, tuple] | None:
     """For a blob of the map that is a curved line (`CURVE_*`): its box grown as a line's is,
     its score (the mean probability over the blob itself: its rectangle holds other lines' cores)
     and its middle (xs, ys, thickness) in map pixels; None for any other blob. The middle is the

@@ -21,7 +21,8 @@ from PIL import Image
 from vision.crops import normalise_box
 from vision.layout import LayoutDetector, RecognitionTask, Region
 from vision.line_assignment import assign_lines
-from vision.lines import Curve, LineDetector, TextLine
+from vision.curve import Curve
+from vision.lines import LineDetector, TextLine
 from vision.onnx_models import DEFAULT_NUM_THREADS
 from vision.reading_order import PageRole, joined_column_pieces, order_lines, order_regions, order_text_lines
 

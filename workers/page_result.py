@@ -24,7 +24,7 @@ confidence (`confidence_source`: `tokens`, the recogniser's token log-probs over
 `line`, the line's own; None with no confidence). Results stored before words have none.
 
 A line whose print rises and falls across the page (a folded or curled page) carries `curve`: its
-middle (x and y points) and the thickness of its band, in page pixels (`vision.lines.Curve`); its
+middle (x and y points) and the thickness of its band, in page pixels (`vision.curve.Curve`); its
 box holds the whole bend, its words' boxes stand on the band where they are. Other lines have none
 (and their JSON no `curve` key).
 

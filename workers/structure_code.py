@@ -115,11 +115,6 @@ def _is_code(rows: Sequence[Row], frame: Frame) -> bool:
     return any(_CODE_TOKEN.search(row.text) for row in rows) or _on_varied_grid(rows)
 
 
-def char_width(rows: Sequence[Row]) -> float:
-    """A monospaced listing's character pitch (see `_pitch`)."""
-    return _pitch(rows)[0]
-
-
 def _pitch(rows: Sequence[Row]) -> tuple[float, float]:
     """A monospaced listing's character pitch c and its boxes' overhang e: a box holding n
     characters is n * c + e wide, e being what the box adds beyond the glyph cells (the line
@@ -143,7 +138,7 @@ def _pitch(rows: Sequence[Row]) -> tuple[float, float]:
 
 
 def _on_varied_grid(rows: Sequence[Row]) -> bool:
-    width, left = char_width(rows), min(row.x0 for row in rows)
+    width, left = _pitch(rows)[0], min(row.x0 for row in rows)
     offsets = [(row.x0 - left) / width for row in rows]
     return len(rows) >= 3 and len({round(o) for o in offsets}) >= 2 and all(abs(o - round(o)) <= 0.3 for o in offsets)
 
